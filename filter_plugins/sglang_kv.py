@@ -1,0 +1,41 @@
+"""Ansible filters over the KV-pool planner in lib/sglang_kvplan/ (plain Python, tested without Ansible).
+
+  {{ spec | sglang_kv_cell_bytes }}          KV bytes per token per GPU
+  {{ spec | sglang_kv_pool_tokens }}         predicted max_total_num_tokens at spec.mem_fraction_static
+  {{ spec | sglang_kv_pool_tokens(0.94) }}   ... at another fraction
+  {{ spec | sglang_kv_plan }}                the flags for spec.context_target
+
+The spec's keys are documented in the README ("How the plan is computed").
+"""
+
+import os
+import sys
+
+from ansible.errors import AnsibleFilterError
+
+# Ansible loads filter plugins by path, not as a package, and would try every .py file under
+# filter_plugins/ as a plugin: the planner lives in lib/ and is put on the path here.
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.realpath(__file__)), os.pardir, "lib"))
+
+import sglang_kvplan  # noqa: E402
+
+
+def _wrap(function):
+    def filter_function(*args):
+        try:
+            return function(*args)
+        except sglang_kvplan.KVPlanError as error:
+            raise AnsibleFilterError(str(error)) from None
+
+    filter_function.__name__ = function.__name__
+    filter_function.__doc__ = function.__doc__
+    return filter_function
+
+
+class FilterModule:
+    def filters(self):
+        return {
+            "sglang_kv_cell_bytes": _wrap(sglang_kvplan.cell_bytes),
+            "sglang_kv_pool_tokens": _wrap(sglang_kvplan.pool_tokens),
+            "sglang_kv_plan": _wrap(sglang_kvplan.plan),
+        }

@@ -1,0 +1,64 @@
+"""P and A (free GiB before and after the weights load) and SGLang's pool formula.
+
+SGLang sizes the pool once, at startup (model_runner profile_max_num_token, every version 0.4-0.5.23):
+    rest_gib = A - P * (1 - mem_fraction_static)
+    N        = floor(rest_gib * 2**30 / cell_bytes) // page_size * page_size
+P and A are MIN over all ranks, in GiB ("GB" in SGLang's logs is GiB). They are measured by a
+calibration (the 'avail mem' that 'Load weight begin/end' logs), or estimated before the first boot.
+"""
+
+from .model import cell_bytes
+from .spec import KVPlanError
+
+GIB = 1 << 30
+MIB_PER_GIB = 1024
+
+
+def memory(spec):
+    """Return (P, A, calibrated, assumptions) for a normalised spec."""
+    if spec["pre_load_avail_gib"] is not None:
+        return spec["pre_load_avail_gib"], spec["post_load_avail_gib"], True, []
+
+    if spec["gpu_memory_mib"] is None:
+        raise KVPlanError("spec: no memory figures. Give a calibration (pre_load_avail_gib and "
+                          "post_load_avail_gib from SGLang's 'Load weight begin/end' log lines) or "
+                          "gpu_memory_mib (nvidia-smi memory.total of the smallest GPU) for an estimate.")
+    gpus_per_replica = spec["tp_size"] * spec["pp_size"]
+    if spec["weights_gib_per_gpu"] is not None:
+        weights = spec["weights_gib_per_gpu"]
+        weights_note = "weights_gib_per_gpu %.2f GiB as given" % weights
+    elif spec["checkpoint_gib"] is not None:
+        weights = spec["checkpoint_gib"] / gpus_per_replica
+        weights_note = ("weights %.2f GiB per GPU: checkpoint %.1f GiB split evenly over tp x pp = %d GPUs"
+                        % (weights, spec["checkpoint_gib"], gpus_per_replica))
+    else:
+        raise KVPlanError("spec: an uncalibrated plan needs weights_gib_per_gpu or checkpoint_gib "
+                          "(the checkpoint's safetensors size); neither is set.")
+    pre = spec["gpu_memory_mib"] / MIB_PER_GIB - spec["preload_overhead_gib"]
+    assumptions = [
+        "P %.2f GiB: nvidia-smi memory.total %d MiB minus preload_overhead_gib %.2f GiB "
+        "(CUDA context, NCCL, other processes)" % (pre, spec["gpu_memory_mib"], spec["preload_overhead_gib"]),
+        weights_note,
+        "A %.2f GiB = P - weights; load-time buffers and uneven shards are not modelled" % (pre - weights),
+    ]
+    return pre, pre - weights, False, assumptions
+
+
+def pool_tokens(pre_gib, post_gib, fraction, cell, page_size=1):
+    """SGLang's max_total_num_tokens for these numbers; 0 where SGLang would refuse to start."""
+    rest_gib = post_gib - pre_gib * (1 - fraction)
+    tokens = int(rest_gib * GIB // cell)
+    tokens = tokens // page_size * page_size
+    return max(tokens, 0)
+
+
+def forward(spec, fraction=None):
+    """Predicted pool for a normalised spec at `fraction` (default: spec's mem_fraction_static)."""
+    fraction = spec["mem_fraction_static"] if fraction is None else fraction
+    if fraction is None:
+        raise KVPlanError("spec key 'mem_fraction_static' is needed for a forward prediction "
+                          "(or pass it: spec | sglang_kv_pool_tokens(0.92)).")
+    if not 0.0 < float(fraction) < 1.0:
+        raise KVPlanError("mem_fraction_static must be between 0 and 1, got %r." % (fraction,))
+    pre, post, _, _ = memory(spec)
+    return pool_tokens(pre, post, float(fraction), cell_bytes(spec), spec["page_size"])

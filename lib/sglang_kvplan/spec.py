@@ -1,0 +1,149 @@
+"""The planner's input: one dict `spec`, checked and normalised before any math.
+
+Every key is named like the group_vars knob that feeds it, minus the `sglang_` prefix
+(`tp_size` comes from `sglang_tp_size`), so an error can name both.
+"""
+
+import math
+import os
+
+import yaml
+
+
+class KVPlanError(ValueError):
+    """Bad input or a target that cannot fit; the message says what to change."""
+
+
+_PRESETS_FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "model_presets.yml")
+
+KV_DTYPES = ("auto", "bf16", "bfloat16", "fp16", "float16", "fp8_e4m3", "fp8_e5m2")
+
+# key -> (kind, default). kind is checked by _check_value; None as default means "absent".
+_KEYS = {
+    "model": ("str", None),
+    "model_config": ("dict", None),
+    "tp_size": ("pos_int", 1),
+    "pp_size": ("pos_int", 1),
+    "dp_size": ("pos_int", 1),
+    "enable_dp_attention": ("bool", False),
+    "kv_cache_dtype": ("kv_dtype", "auto"),
+    "page_size": ("pos_int", 1),
+    "speculative_draft_layers": ("nonneg_int", 0),
+    "mem_fraction_static": ("fraction", None),
+    "pre_load_avail_gib": ("pos_float", None),
+    "post_load_avail_gib": ("float", None),
+    "gpu_memory_mib": ("pos_float", None),
+    "weights_gib_per_gpu": ("nonneg_float", None),
+    "checkpoint_gib": ("nonneg_float", None),
+    "preload_overhead_gib": ("nonneg_float", 1.5),
+    "context_target": ("pos_int", None),
+    "max_running_requests": ("pos_int", None),
+    "min_headroom_gib": ("nonneg_float", 4.0),
+    "uncalibrated_margin": ("nonneg_float", 0.10),
+}
+
+
+def load_presets():
+    with open(_PRESETS_FILE, encoding="utf-8") as handle:
+        return yaml.safe_load(handle)
+
+
+def _where(key):
+    return "spec key '%s' (group_vars sglang_%s)" % (key, key)
+
+
+def _check_value(key, kind, value):
+    """Return the value converted to its kind, or raise naming the key, the value and the fix."""
+    is_bool = isinstance(value, bool)
+    if kind == "str":
+        if isinstance(value, str) and value:
+            return value
+        raise KVPlanError("%s: expected a preset name, got %r. Known presets: %s."
+                          % (_where(key), value, ", ".join(sorted(load_presets()))))
+    if kind == "dict":
+        if isinstance(value, dict):
+            return value
+        raise KVPlanError("%s: expected the model's config.json as a mapping, got %s %r."
+                          % (_where(key), type(value).__name__, value))
+    if kind == "bool":
+        if is_bool:
+            return value
+        raise KVPlanError("%s: expected true or false, got %r." % (_where(key), value))
+    if kind == "kv_dtype":
+        if value in KV_DTYPES:
+            return value
+        raise KVPlanError("%s: %r is not a KV cache dtype SGLang accepts here; use one of %s."
+                          % (_where(key), value, ", ".join(KV_DTYPES)))
+    if kind.endswith("int"):
+        if not is_bool and isinstance(value, (int, float, str)):
+            try:
+                number = int(str(value).replace("_", ""))
+            except ValueError:
+                number = None
+            if number is not None and (number > 0 or (kind == "nonneg_int" and number == 0)):
+                return number
+        need = "a positive whole number" if kind == "pos_int" else "a whole number >= 0"
+        raise KVPlanError("%s: expected %s, got %r." % (_where(key), need, value))
+    # floats
+    try:
+        number = float(value) if not is_bool else None
+    except (TypeError, ValueError):
+        number = None
+    if number is None or not math.isfinite(number):
+        raise KVPlanError("%s: expected a number, got %r." % (_where(key), value))
+    if kind == "fraction" and not 0.0 < number < 1.0:
+        raise KVPlanError("%s: expected a fraction between 0 and 1 (e.g. 0.9), got %r."
+                          % (_where(key), value))
+    if kind == "pos_float" and number <= 0:
+        raise KVPlanError("%s: expected a number > 0, got %r." % (_where(key), value))
+    if kind == "nonneg_float" and number < 0:
+        raise KVPlanError("%s: expected a number >= 0, got %r." % (_where(key), value))
+    return number
+
+
+def normalize_spec(spec):
+    """Check `spec` and return a new dict with defaults filled in and a resolved `model_config`.
+
+    Unknown keys are refused (a typo would otherwise silently fall back to a default).
+    `None` means "not set" for every key, so group_vars may leave a knob empty.
+    """
+    if not isinstance(spec, dict):
+        raise KVPlanError("spec: expected a mapping of planner inputs, got %s %r."
+                          % (type(spec).__name__, spec))
+    unknown = sorted(set(spec) - set(_KEYS))
+    if unknown:
+        raise KVPlanError("spec has unknown key(s) %s; the planner reads: %s."
+                          % (", ".join(unknown), ", ".join(sorted(_KEYS))))
+    out = {}
+    for key, (kind, default) in _KEYS.items():
+        value = spec.get(key)
+        out[key] = default if value is None else _check_value(key, kind, value)
+
+    if out["model_config"] is None:
+        if out["model"] is None:
+            raise KVPlanError("spec: neither 'model_config' (the model's config.json) nor 'model' "
+                              "(a preset) is set. Set sglang_model to one of: %s."
+                              % ", ".join(sorted(load_presets())))
+        presets = load_presets()
+        if out["model"] not in presets:
+            raise KVPlanError("%s: unknown preset %r. Known presets: %s; or give the checkpoint's "
+                              "config.json as model_config." % (_where("model"), out["model"],
+                                                                ", ".join(sorted(presets))))
+        preset = presets[out["model"]]
+        out["model_config"] = preset["config"]
+        if out["checkpoint_gib"] is None:
+            out["checkpoint_gib"] = float(preset["checkpoint_gib"])
+
+    if out["enable_dp_attention"] and out["tp_size"] % out["dp_size"]:
+        raise KVPlanError("spec: with enable_dp_attention, tp_size (%d) must be a multiple of "
+                          "dp_size (%d), as SGLang requires." % (out["tp_size"], out["dp_size"]))
+    has_pre = out["pre_load_avail_gib"] is not None
+    if has_pre != (out["post_load_avail_gib"] is not None):
+        raise KVPlanError("spec: a calibration needs both pre_load_avail_gib and post_load_avail_gib "
+                          "(SGLang's 'Load weight begin/end ... avail mem'); got only %s."
+                          % ("pre_load_avail_gib" if has_pre else "post_load_avail_gib"))
+    if has_pre and out["post_load_avail_gib"] >= out["pre_load_avail_gib"]:
+        raise KVPlanError("spec: post_load_avail_gib (%s) must be below pre_load_avail_gib (%s): "
+                          "free memory drops when the weights load. Are the two swapped?"
+                          % (out["post_load_avail_gib"], out["pre_load_avail_gib"]))
+    return out

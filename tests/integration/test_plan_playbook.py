@@ -1,0 +1,53 @@
+"""The planner through Ansible: playbooks/plan.yml on the inventory, and the filters on localhost."""
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+PLAYBOOK_BIN = os.path.join(os.path.dirname(sys.executable), "ansible-playbook")
+
+
+def run(*args):
+    env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(REPO, "ansible.cfg"), ANSIBLE_NOCOLOR="1")
+    return subprocess.run([PLAYBOOK_BIN, *args], cwd=REPO, env=env, capture_output=True, text=True,
+                          timeout=300)
+
+
+def test_plan_playbook_prints_the_ct200_plan_without_connecting():
+    # ansible_host is unreachable here: any connection attempt would fail the run.
+    result = run("playbooks/plan.yml", "-l", "ct200", "-e", "ansible_host=192.0.2.1")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert ("ct200: target 200,000 -> --mem-fraction-static 0.926 -> pool 200,230 tokens, headroom 6.3 GiB, "
+            "calibrated") in result.stdout
+    assert "forward check: --mem-fraction-static 0.926 gives 200230 tokens >= 200000: OK" in result.stdout
+    assert "Unhandled error" not in result.stderr
+
+
+def test_editing_the_target_changes_the_plan():
+    result = run("playbooks/plan.yml", "-e", "sglang_context_target=150000")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "target 150,000 -> --mem-fraction-static 0.888" in result.stdout
+
+
+def test_uncalibrated_host_gets_an_estimate_with_assumptions():
+    result = run("playbooks/plan.yml", "-e", '{"sglang_calibration": {}}')
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "estimated, 10% margin" in result.stdout
+    assert "nvidia-smi memory.total 97887 MiB" in result.stdout
+
+
+def test_target_that_cannot_fit_fails_with_numbers():
+    result = run("playbooks/plan.yml", "-e", "sglang_context_target=400000")
+    assert result.returncode != 0
+    assert "26.18 GiB of KV cache per GPU" in result.stdout
+    assert "fp8_e4m3" in result.stdout
+
+
+@pytest.mark.parametrize("extra", [[], ["-e", "target=200000"]])
+def test_filters_in_a_localhost_play(extra):
+    result = run("tests/integration/filters_localhost.yml", *extra)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "failed=0" in result.stdout

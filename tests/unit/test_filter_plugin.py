@@ -1,0 +1,24 @@
+"""The filter plugin is a thin layer: same results, Ansible's error type."""
+
+import pytest
+from ansible.errors import AnsibleFilterError
+from sglang_kv import FilterModule
+
+FILTERS = FilterModule().filters()
+SPEC = {"model": "kimi-k2.6", "tp_size": 8, "pre_load_avail_gib": 85.334, "post_load_avail_gib": 19.419}
+
+
+def test_filters_are_registered():
+    assert set(FILTERS) == {"sglang_kv_cell_bytes", "sglang_kv_pool_tokens", "sglang_kv_plan"}
+
+
+def test_forward_uses_spec_fraction_or_argument():
+    assert FILTERS["sglang_kv_pool_tokens"](dict(SPEC, mem_fraction_static=0.94)) == \
+        FILTERS["sglang_kv_pool_tokens"](SPEC, 0.94)
+
+
+def test_errors_become_ansible_filter_errors():
+    with pytest.raises(AnsibleFilterError, match="mem_fraction_static"):
+        FILTERS["sglang_kv_pool_tokens"](SPEC)
+    with pytest.raises(AnsibleFilterError, match="does not fit"):
+        FILTERS["sglang_kv_plan"](dict(SPEC, context_target=400_000))

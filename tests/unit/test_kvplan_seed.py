@@ -1,0 +1,60 @@
+"""The planner against pools SGLang really logged."""
+
+import pytest
+import sglang_kvplan as kv
+
+# ct200: Kimi K2.6, 8x RTX PRO 6000 Blackwell, TP8, bf16 KV. P and A are what the three pools imply.
+CT200 = {"model": "kimi-k2.6", "tp_size": 8, "pre_load_avail_gib": 85.334, "post_load_avail_gib": 19.419}
+
+
+@pytest.mark.parametrize("fraction, logged", [(0.85, 101_134), (0.92, 192_406), (0.94, 218_484)])
+def test_ct200_forward_matches_logged_pools(fraction, logged):
+    predicted = kv.pool_tokens(CT200, fraction)
+    assert abs(predicted - logged) / logged < 0.001
+
+
+def test_ct200_cell_is_mla_latent_bf16():
+    assert kv.cell_bytes(CT200) == (512 + 64) * 61 * 2 == 70_272
+
+
+def test_ct200_plan_for_200k_takes_one_start():
+    plan = kv.plan(dict(CT200, context_target=200_000))
+    assert 0.926 <= plan["mem_fraction_static"] <= 0.935  # 0.92 fell short; 0.94 was more than needed
+    assert plan["predicted_pool_tokens"] >= 200_000
+    assert kv.pool_tokens(CT200, 0.92) < 200_000 <= kv.pool_tokens(CT200, plan["mem_fraction_static"])
+    assert plan["calibrated"] is True
+    assert plan["args"][:4] == ["--context-length", "200000", "--mem-fraction-static", "0.926"]
+    assert plan["headroom_gib"] == pytest.approx((1 - 0.926) * 85.334, abs=0.001)
+    assert plan["explanation"].startswith("target 200,000 -> --mem-fraction-static 0.926 -> pool 200,230 tokens")
+
+
+def test_llama_8b_tp1_public_log():
+    # 'Load weight begin. avail mem=78.81 GB', 'Load weight end. ... avail mem=63.72 GB', f=0.88 -> 444,500
+    spec = {"model": "llama-3.1-8b", "pre_load_avail_gib": 78.81, "post_load_avail_gib": 63.72}
+    assert kv.cell_bytes(spec) == 8 * (128 + 128) * 32 * 2
+    assert abs(kv.pool_tokens(spec, 0.88) - 444_500) / 444_500 < 0.005
+
+
+def test_400k_bf16_on_ct200_fails_with_numbers_and_fp8_fix():
+    with pytest.raises(kv.KVPlanError) as error:
+        kv.plan(dict(CT200, context_target=400_000))
+    message = str(error.value)
+    assert "context_target 400,000 does not fit" in message
+    assert "26.18 GiB of KV cache per GPU" in message       # 400,000 x 70,272 B
+    assert "at most 15.41 GiB per GPU is available" in message  # A 19.42 less 4 GiB headroom
+    assert "sglang_kv_cache_dtype: fp8_e4m3" in message
+    assert "lower sglang_context_target to at most 235,435" in message
+    assert "more GPUs" in message
+
+
+def test_fp8_suggestion_is_true():
+    plan = kv.plan(dict(CT200, context_target=200_000, kv_cache_dtype="fp8_e4m3"))
+    assert plan["kv_bytes_per_token"] == 35_136
+    assert "--kv-cache-dtype" in plan["args"]
+
+
+def test_largest_target_suggested_really_fits():
+    fits = kv.plan(dict(CT200, context_target=235_435))
+    assert fits["predicted_pool_tokens"] >= 235_435
+    with pytest.raises(kv.KVPlanError):
+        kv.plan(dict(CT200, context_target=235_500))

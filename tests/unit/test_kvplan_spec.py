@@ -1,0 +1,54 @@
+"""Bad input gets an error naming the knob, the value and the fix."""
+
+import pytest
+import sglang_kvplan as kv
+
+BASE = {"model": "kimi-k2.6", "tp_size": 8, "gpu_memory_mib": 97_887, "context_target": 100_000}
+
+
+@pytest.mark.parametrize("change, words", [
+    ({"tp_size": "eight"}, ["'tp_size'", "sglang_tp_size", "'eight'", "positive whole number"]),
+    ({"tp_size": 0}, ["sglang_tp_size", "positive whole number"]),
+    ({"kv_cache_dtype": "int4"}, ["sglang_kv_cache_dtype", "'int4'", "fp8_e4m3"]),
+    ({"model": "kimi-k9"}, ["sglang_model", "'kimi-k9'", "kimi-k2.6"]),
+    ({"mem_fraction_static": 1.2}, ["sglang_mem_fraction_static", "between 0 and 1"]),
+    ({"min_headroom_gib": -1}, ["sglang_min_headroom_gib", ">= 0"]),
+    ({"enable_dp_attention": "yes"}, ["sglang_enable_dp_attention", "true or false"]),
+    ({"context_taget": 5}, ["unknown key", "context_taget"]),
+    ({"pre_load_avail_gib": 80}, ["post_load_avail_gib"]),
+    ({"pre_load_avail_gib": 20, "post_load_avail_gib": 80}, ["swapped"]),
+    ({"tp_size": 8, "dp_size": 3, "enable_dp_attention": True}, ["multiple of"]),
+    ({"model_config": [1, 2]}, ["sglang_model_config", "mapping"]),
+])
+def test_bad_input_is_named(change, words):
+    with pytest.raises(kv.KVPlanError) as error:
+        kv.plan(dict(BASE, **change))
+    for word in words:
+        assert word in str(error.value)
+
+
+def test_missing_memory_and_target_are_explained():
+    with pytest.raises(kv.KVPlanError, match="gpu_memory_mib"):
+        kv.plan({"model": "kimi-k2.6", "context_target": 1000})
+    with pytest.raises(kv.KVPlanError, match="sglang_context_target"):
+        kv.plan({"model": "kimi-k2.6", "gpu_memory_mib": 97_887})
+    with pytest.raises(kv.KVPlanError, match="weights_gib_per_gpu or checkpoint_gib"):
+        kv.plan({"model_config": {"num_hidden_layers": 2, "num_attention_heads": 2, "hidden_size": 8},
+                 "gpu_memory_mib": 1000, "context_target": 10})
+
+
+def test_numbers_given_as_strings_are_accepted():
+    # group_vars and -e values arrive as strings; the planner takes them as the numbers they spell.
+    plan = kv.plan(dict(BASE, tp_size="8", context_target="100000", min_headroom_gib="4"))
+    assert plan["context_length"] == 100_000
+
+
+def test_target_beyond_native_window_is_refused():
+    with pytest.raises(kv.KVPlanError, match="max_position_embeddings 40,960"):
+        kv.plan({"model": "qwen3-32b", "tp_size": 2, "gpu_memory_mib": 97_887, "context_target": 65_536})
+
+
+def test_every_preset_has_a_config_and_a_checkpoint_size():
+    for name, preset in kv.load_presets().items():
+        assert preset["checkpoint_gib"] > 0, name
+        assert kv.cell_bytes({"model": name}) > 0
