@@ -1,0 +1,208 @@
+"""SGLang's HTTP API, as the TEST DOUBLE serves it (shapes from SGLang 0.4.6 "old" and 0.5.9+ "new")."""
+
+import json
+import re
+import threading
+import time
+import uuid
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+from sglang._double_tokenizer import pieces, tokenize
+
+ANIMALS = ("dog", "fox", "cat", "cow", "horse", "mouse", "bird", "fish", "sheep", "wolf", "bear", "lion")
+
+
+class BadRequest(Exception):
+    pass
+
+
+def answer_text(prompt):
+    """The double's "model": the last animal named before the final line, else a shrug."""
+    body = prompt.rsplit("\n", 1)[0] if "\n" in prompt else prompt
+    found = [m.group(0).lower() for m in re.finditer(r"\b(%s)s?\b" % "|".join(ANIMALS), body, re.IGNORECASE)]
+    return " %s." % found[-1].capitalize() if found else " Unknown."
+
+
+class Server:
+    def __init__(self, args, gpu, state, log):
+        self.args, self.gpu, self.state, self.log = args, gpu, state, log
+        self.ready = False
+        self.model_name = args.served_model_name or args.model_path
+        self.new_api = gpu.get("api", "new") != "old"
+
+    # -- the scheduler's view -------------------------------------------------------------------
+    def server_info(self):
+        server_args = {k: v for k, v in vars(self.args).items() if k != "api_key"}
+        server_args["mem_fraction_static"] = self.state["mem_fraction_static"]
+        server_args["context_length"] = self.args.context_length
+        internal = {"last_gen_throughput": 0.0, **server_args}
+        if self.new_api:
+            internal["memory_usage"] = {
+                "weight": round(self.state["weight_gb"], 2), "kvcache": round(self.state["kv_gb"], 2),
+                "token_capacity": self.state["max_total_num_tokens"], "graph": self.state["graph_gb"]}
+        return {**server_args, "max_total_num_tokens": self.state["max_total_num_tokens"],
+                "max_req_input_len": self.state["max_req_input_len"], "internal_states": [internal],
+                "version": self.state["version"]}
+
+    def generate(self, prompt, max_new_tokens):
+        """Validate as TokenizerManager and Scheduler do, 'prefill' at the simulated speed, answer."""
+        ids = prompt if isinstance(prompt, list) else tokenize(prompt)
+        n, ctx = len(ids), self.state["context_len"]
+        if n >= ctx:
+            raise BadRequest("The input (%d tokens) is longer than the model's context length (%d tokens)." % (n, ctx))
+        if max_new_tokens and n + max_new_tokens >= ctx:
+            raise BadRequest(
+                "Requested token count exceeds the model's maximum context length of %d tokens. You requested a "
+                "total of %d tokens: %d tokens from the input messages and %d tokens for the completion. Please "
+                "reduce the number of tokens in the input messages or the completion to fit within the limit."
+                % (ctx, n + max_new_tokens, n, max_new_tokens))
+        limit = self.state["max_req_input_len"]
+        if n >= limit:
+            raise BadRequest("Input length (%d tokens) exceeds the maximum allowed length (%d tokens). Use a shorter "
+                             "input or enable --allow-auto-truncate." % (n, limit))
+        time.sleep(n / float(self.gpu["prefill_tokens_per_s"]))
+        text = "" if isinstance(prompt, list) else prompt
+        out = pieces(answer_text(text))[:max_new_tokens]
+        time.sleep(len(out) * float(self.gpu["decode_seconds_per_token"]))
+        finish = "stop" if len(out) < max_new_tokens else "length"
+        return n, out, finish
+
+
+class Handler(BaseHTTPRequestHandler):
+    server_version = "uvicorn"
+    sys_version = ""
+    protocol_version = "HTTP/1.1"
+
+    @property
+    def app(self):
+        return self.server.app
+
+    def log_message(self, fmt, *args):  # uvicorn's access log: 'INFO:     127.0.0.1:54321 - "GET / HTTP/1.1" 200'
+        self.app.log("INFO:     %s:%d - %s" % (self.client_address[0], self.client_address[1], fmt % args))
+
+    def _send(self, status, payload=None, content_type="application/json"):
+        body = b"" if payload is None else (payload if isinstance(payload, bytes) else json.dumps(payload).encode())
+        self.send_response(status)
+        self.send_header("content-type", content_type)
+        self.send_header("content-length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def _openai_error(self, message, status=400):
+        self._send(status, {"object": "error", "message": message, "type": "BadRequest", "param": None,
+                            "code": status})
+
+    def _authorized(self):
+        key = self.app.args.api_key
+        if not key or self.path.startswith("/health"):
+            return True
+        if self.headers.get("Authorization") == "Bearer " + key:
+            return True
+        self._send(401, {"error": "Unauthorized"})
+        return False
+
+    def _json_body(self):
+        length = int(self.headers.get("content-length") or 0)
+        return json.loads(self.rfile.read(length) or b"{}")
+
+    def do_GET(self):  # noqa: N802 - the name http.server calls
+        if not self._authorized():
+            return
+        app, path = self.app, self.path.split("?")[0]
+        if path in ("/health", "/health_generate"):
+            if not app.ready:
+                return self._send(503)
+            if path == "/health_generate":
+                app.generate([0], 1)
+            return self._send(200)
+        if path == "/get_server_info" or (path == "/server_info" and app.new_api):
+            return self._send(200, app.server_info())
+        if path == "/get_model_info" or (path == "/model_info" and app.new_api):
+            return self._send(200, {"model_path": app.args.model_path, "tokenizer_path": app.args.model_path,
+                                    "is_generation": True})
+        if path == "/v1/models":
+            return self._send(200, {"object": "list", "data": [{
+                "id": app.model_name, "object": "model", "created": int(time.time()), "owned_by": "sglang",
+                "root": app.args.model_path, "max_model_len": app.state["context_len"]}]})
+        if path == "/flush_cache":
+            return self._send(200, b"Cache flushed.\nPlease check backend logs for more details. (When there are "
+                                   b"running or waiting requests, the operation will not be performed.)", "text/plain")
+        self._send(404, {"detail": "Not Found"})
+
+    def do_POST(self):  # noqa: N802
+        if not self._authorized():
+            return
+        app, path = self.app, self.path.split("?")[0]
+        try:
+            body = self._json_body()
+        except ValueError:
+            return self._send(400, {"detail": "There was an error parsing the body"})
+        if path in ("/tokenize", "/v1/tokenize") and app.new_api:
+            ids = tokenize(body.get("prompt", ""), body.get("add_special_tokens", True))
+            return self._send(200, {"tokens": ids, "count": len(ids), "max_model_len": app.state["context_len"]})
+        if path == "/v1/completions":
+            return self._completions(body)
+        if path == "/generate":
+            params = body.get("sampling_params") or {}
+            try:
+                n, out, finish = app.generate(body.get("input_ids") or body.get("text", ""),
+                                              params.get("max_new_tokens", 128))
+            except BadRequest as error:
+                return self._send(400, {"error": {"message": str(error)}})
+            return self._send(200, {"text": "".join(out), "output_ids": tokenize("".join(out), False), "meta_info": {
+                "id": uuid.uuid4().hex, "finish_reason": {"type": finish}, "prompt_tokens": n,
+                "completion_tokens": len(out), "cached_tokens": 0}})
+        if path == "/flush_cache":
+            return self.do_GET()
+        self._send(404, {"detail": "Not Found"})
+
+    def _completions(self, body):
+        app = self.app
+        prompt = body.get("prompt", "")
+        if isinstance(prompt, list) and prompt and isinstance(prompt[0], str):
+            prompt = prompt[0]
+        try:
+            n, out, finish = app.generate(prompt, int(body.get("max_tokens", 16)))
+        except BadRequest as error:
+            return self._openai_error(str(error))
+        rid, created = "cmpl-" + uuid.uuid4().hex, int(time.time())
+        usage = {"prompt_tokens": n, "total_tokens": n + len(out), "completion_tokens": len(out),
+                 "prompt_tokens_details": None, "reasoning_tokens": 0}
+        head = {"id": rid, "object": "text_completion", "created": created, "model": body.get("model", app.model_name)}
+        if not body.get("stream"):
+            return self._send(200, {**head, "choices": [{"index": 0, "text": "".join(out), "logprobs": None,
+                                                         "finish_reason": finish, "matched_stop": None}],
+                                    "usage": usage})
+        self.send_response(200)
+        self.send_header("content-type", "text/event-stream")
+        self.send_header("connection", "close")
+        self.end_headers()
+        for i, piece in enumerate(out):
+            chunk = {**head, "choices": [{"index": 0, "text": piece, "logprobs": None,
+                                          "finish_reason": finish if i == len(out) - 1 else None,
+                                          "matched_stop": None}], "usage": None}
+            self.wfile.write(b"data: " + json.dumps(chunk).encode() + b"\n\n")
+            self.wfile.flush()
+        if (body.get("stream_options") or {}).get("include_usage"):
+            self.wfile.write(b"data: " + json.dumps({**head, "choices": [], "usage": usage}).encode() + b"\n\n")
+        self.wfile.write(b"data: [DONE]\n\n")
+        self.close_connection = True
+
+
+def serve(args, gpu, state, log):
+    app = Server(args, gpu, state, log)
+    httpd = ThreadingHTTPServer((args.host, args.port), Handler)
+    httpd.daemon_threads = True
+    httpd.app = app
+    log("Uvicorn running on http://%s:%d (Press CTRL+C to quit)" % (args.host, args.port))
+
+    def warm_up():
+        app.generate([0], 1)
+        app.ready = True
+        log("The server is fired up and ready to roll!")
+
+    threading.Thread(target=warm_up, daemon=True).start()
+    try:
+        httpd.serve_forever()
+    except KeyboardInterrupt:
+        pass
