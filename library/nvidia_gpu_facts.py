@@ -1,0 +1,134 @@
+#!/usr/bin/python
+"""Ansible module: the host's NVIDIA GPUs, driver and module flavour, read-only."""
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+---
+module: nvidia_gpu_facts
+short_description: Read the host's NVIDIA GPUs, driver version, kernel module flavour and Secure Boot state
+description:
+  - Uses C(nvidia-smi) when it answers (GPU names, C(memory.total) in MiB, driver version), else C(lspci)
+    (GPUs and NVSwitches seen on the PCI bus before any driver is installed).
+  - The kernel module flavour comes from C(modinfo -F license nvidia) (C(Dual MIT/GPL) is the open module,
+    C(NVIDIA) the proprietary one); Secure Boot from C(mokutil --sb-state) or the EFI variable.
+  - Changes nothing; sets the fact C(nvidia_gpu).
+version_added: "1.0.0"
+author: sglang-longctx maintainers
+options: {}
+notes:
+  - Supports check mode.
+"""
+
+EXAMPLES = r"""
+- name: Read the GPUs
+  nvidia_gpu_facts:
+
+- name: Show the smallest GPU memory
+  ansible.builtin.debug:
+    msg: "{{ nvidia_gpu.count }} GPUs, smallest {{ nvidia_gpu.memory_mib_min }} MiB"
+"""
+
+RETURN = r"""
+ansible_facts:
+  description: Facts to add to the host.
+  returned: always
+  type: dict
+  contains:
+    nvidia_gpu:
+      description: What was found.
+      type: dict
+      sample:
+        source: nvidia-smi
+        count: 8
+        names: ["NVIDIA RTX PRO 6000 Blackwell Server Edition"]
+        memory_mib_min: 97887
+        driver_version: "580.95.05"
+        module_flavour: open
+        nvswitch: false
+        secure_boot: false
+"""
+
+import os
+import re
+
+from ansible.module_utils.basic import AnsibleModule
+
+SECURE_BOOT_VAR = "/sys/firmware/efi/efivars/SecureBoot-8be4df61-93ca-11d2-aa0d-00e098032b8c"
+
+
+def parse_nvidia_smi(output):
+    """Rows of `--query-gpu=index,name,memory.total,driver_version --format=csv,noheader,nounits`."""
+    gpus = []
+    for line in output.splitlines():
+        parts = [p.strip() for p in line.split(",")]
+        if len(parts) == 4 and parts[0].isdigit():
+            gpus.append({"name": parts[1], "memory_mib": int(float(parts[2])), "driver_version": parts[3]})
+    return gpus
+
+
+def parse_lspci(output):
+    """`lspci -nn -d 10de:` lines: GPUs are class 0300/0302, NVSwitches are bridges (0680)."""
+    gpus, switches = [], 0
+    for line in output.splitlines():
+        match = re.search(r"\[(03[08]2|0300|0680)\]: NVIDIA Corporation (.*?) \[10de:", line)
+        if not match:
+            continue
+        if match.group(1) == "0680":
+            switches += 1
+        else:
+            name = re.search(r"\[([^\]]+)\]$", match.group(2))
+            gpus.append({"name": "NVIDIA " + (name.group(1) if name else match.group(2))})
+    return gpus, switches
+
+
+def flavour_from_license(license_text):
+    text = license_text.strip()
+    if not text:
+        return "none"
+    return "open" if "MIT" in text or "GPL" in text else "proprietary"
+
+
+def main():
+    module = AnsibleModule(argument_spec={}, supports_check_mode=True)
+    facts = {"source": "none", "count": 0, "names": [], "memory_mib_min": None, "driver_version": None,
+             "module_flavour": "none", "nvswitch": False, "secure_boot": False}
+
+    smi = module.get_bin_path("nvidia-smi")
+    if smi:
+        rc, out, _ = module.run_command([smi, "--query-gpu=index,name,memory.total,driver_version",
+                                         "--format=csv,noheader,nounits"])
+        gpus = parse_nvidia_smi(out) if rc == 0 else []
+        if gpus:
+            facts.update(source="nvidia-smi", count=len(gpus), names=sorted({g["name"] for g in gpus}),
+                         memory_mib_min=min(g["memory_mib"] for g in gpus), driver_version=gpus[0]["driver_version"])
+            rc, out, _ = module.run_command([smi, "-q"])
+            facts["nvswitch"] = rc == 0 and bool(re.search(r"Fabric\s+State\s+:\s+(Completed|In Progress)", out))
+
+    lspci = module.get_bin_path("lspci", opt_dirs=["/usr/local/sbin", "/usr/sbin", "/sbin"])
+    if lspci:
+        rc, out, _ = module.run_command([lspci, "-nn", "-d", "10de:"])
+        if rc == 0:
+            gpus, switches = parse_lspci(out)
+            facts["nvswitch"] = facts["nvswitch"] or switches > 0
+            if facts["source"] == "none" and gpus:
+                facts.update(source="lspci", count=len(gpus), names=sorted({g["name"] for g in gpus}))
+
+    modinfo = module.get_bin_path("modinfo", opt_dirs=["/usr/sbin", "/sbin"])
+    if modinfo:
+        rc, out, _ = module.run_command([modinfo, "-F", "license", "nvidia"])
+        facts["module_flavour"] = flavour_from_license(out) if rc == 0 else "none"
+
+    mokutil = module.get_bin_path("mokutil")
+    if mokutil:
+        rc, out, _ = module.run_command([mokutil, "--sb-state"])
+        facts["secure_boot"] = rc == 0 and "SecureBoot enabled" in out
+    elif os.path.exists(SECURE_BOOT_VAR):
+        with open(SECURE_BOOT_VAR, "rb") as handle:
+            facts["secure_boot"] = handle.read()[-1:] == b"\x01"
+
+    module.exit_json(changed=False, ansible_facts={"nvidia_gpu": facts})
+
+
+if __name__ == "__main__":
+    main()
