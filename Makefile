@@ -1,11 +1,12 @@
-# sglang-longctx: `make plan` prints the KV-pool plan for the inventory; `make test` runs every check.
+# sglang-longctx: `make plan` prints the KV-pool plan for the inventory; `make test` runs every check
+# (lint, pytest, then every molecule scenario on a Docker engine the harness starts when none runs).
 VENV ?= .venv
 PYTHON ?= python3
 BIN := $(abspath $(VENV))/bin
 export PATH := $(BIN):$(PATH)
 export ANSIBLE_CONFIG := $(abspath ansible.cfg)
 
-.PHONY: venv plan lint unit test clean
+.PHONY: venv plan lint unit molecule test clean
 
 $(VENV)/.installed: requirements.txt
 	$(PYTHON) -m venv $(VENV)
@@ -26,7 +27,10 @@ lint: venv
 unit: venv
 	pytest
 
-test: lint unit
+molecule: venv
+	molecule/harness/run.sh $(SCENARIOS)
+
+test: lint unit molecule
 
 clean:
-	rm -rf $(VENV) .pytest_cache .ruff_cache
+	rm -rf $(VENV) .pytest_cache .ruff_cache .cache
