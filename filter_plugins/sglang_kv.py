@@ -4,6 +4,7 @@
   {{ spec | sglang_kv_pool_tokens }}         predicted max_total_num_tokens at spec.mem_fraction_static
   {{ spec | sglang_kv_pool_tokens(0.94) }}   ... at another fraction
   {{ spec | sglang_kv_plan }}                the flags for spec.context_target
+  {{ spec | sglang_kv_calibration(boot) }}   P and A from a boot's log lines (see sglang_kvplan.calibrate)
 
 The spec's keys are documented in the README ("How the plan is computed").
 """
@@ -38,4 +39,5 @@ class FilterModule:
             "sglang_kv_cell_bytes": _wrap(sglang_kvplan.cell_bytes),
             "sglang_kv_pool_tokens": _wrap(sglang_kvplan.pool_tokens),
             "sglang_kv_plan": _wrap(sglang_kvplan.plan),
+            "sglang_kv_calibration": _wrap(sglang_kvplan.calibrate),
         }

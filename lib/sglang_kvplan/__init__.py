@@ -3,8 +3,10 @@
 cell_bytes(spec) -> KV bytes per token per GPU
 pool_tokens(spec, fraction=None) -> predicted max_total_num_tokens
 plan(spec) -> the flags for spec['context_target']
+calibrate(spec, boot) -> P and A from one boot's log, A refined by the logged pool
 """
 
+from .calibration import calibrate
 from .memory import forward as _forward
 from .model import cell_bytes as _cell_bytes
 from .plan import plan
@@ -19,4 +21,4 @@ def pool_tokens(spec, fraction=None):
     return _forward(normalize_spec(spec), fraction)
 
 
-__all__ = ["KVPlanError", "cell_bytes", "load_presets", "plan", "pool_tokens"]
+__all__ = ["KVPlanError", "calibrate", "cell_bytes", "load_presets", "plan", "pool_tokens"]

@@ -9,7 +9,7 @@ SPEC = {"model": "kimi-k2.6", "tp_size": 8, "pre_load_avail_gib": 85.334, "post_
 
 
 def test_filters_are_registered():
-    assert set(FILTERS) == {"sglang_kv_cell_bytes", "sglang_kv_pool_tokens", "sglang_kv_plan"}
+    assert set(FILTERS) == {"sglang_kv_cell_bytes", "sglang_kv_pool_tokens", "sglang_kv_plan", "sglang_kv_calibration"}
 
 
 def test_forward_uses_spec_fraction_or_argument():
