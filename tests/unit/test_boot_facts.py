@@ -1,4 +1,5 @@
 """Parsing SGLang's boot lines (as the double prints them, and as SGLang 0.5.23 words them)."""
+# ruff: noqa: E501 - real log lines, kept whole
 
 import sglang_boot_facts as module
 
