@@ -1,0 +1,31 @@
+"""Targets that cannot be served fail with the numbers, and the unit that served before still serves."""
+
+import json
+import re
+
+
+def test_400k_fails_in_the_planner_before_the_unit_is_touched(host):
+    message = host.file("/root/refusal-400k.txt").content_string
+    assert "context_target 400,000 does not fit" in message
+    assert "GiB of KV cache per GPU" in message and "fp8_e4m3" in message
+    before, after = host.file("/root/invocations-400k.txt").content_string.split()
+    assert before == after  # not restarted
+    assert host.file("/etc/systemd/system/sglang.service").content_string == \
+        host.file("/root/unit-before.service").content_string
+
+
+def test_missed_after_calibration_fails_naming_both_numbers(host):
+    message = host.file("/root/refusal-240k.txt").content_string
+    assert "context_target 240,000 does not fit" in message  # the calibrated re-plan refuses it
+    largest = re.search(r"lower sglang_context_target to at most ([0-9,]+)", message)  # what fits, measured
+    assert largest and 234_000 < int(largest.group(1).replace(",", "")) < 236_000, message
+    assert not message.startswith("Task failed")  # the planner's sentence, not Ansible's wrapping
+    assert "Restored the unit from /var/backups/sglang/" in message and "serves again" in message
+
+
+def test_the_previous_unit_still_serves(host):
+    assert host.file("/etc/systemd/system/sglang.service").content_string == \
+        host.file("/root/unit-before.service").content_string
+    assert host.service("sglang").is_running
+    info = json.loads(host.check_output("curl -s http://127.0.0.1:30000/server_info"))
+    assert info["max_total_num_tokens"] >= 200_000 and info["context_length"] == 200_000
