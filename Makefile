@@ -6,7 +6,7 @@ BIN := $(abspath $(VENV))/bin
 export PATH := $(BIN):$(PATH)
 export ANSIBLE_CONFIG := $(abspath ansible.cfg)
 
-.PHONY: venv plan lint unit molecule test clean
+.PHONY: venv plan demo demo-clean lint unit molecule test clean
 
 $(VENV)/.installed: requirements.txt
 	$(PYTHON) -m venv $(VENV)
@@ -18,6 +18,12 @@ venv: $(VENV)/.installed
 
 plan: venv
 	ansible-playbook playbooks/plan.yml $(if $(HOSTS),-l $(HOSTS))
+
+demo: venv
+	molecule/harness/demo.sh
+
+demo-clean: venv
+	molecule destroy -s default
 
 lint: venv
 	ruff check .
