@@ -3,7 +3,7 @@
 
 import pytest
 
-DRIVER = {"ct200-sim": "580.95.05-1", "hgx-sim": "580.82.07-1"}  # newest of the branch / exactly as asked
+DRIVER = {"ct200-gpuhost": "580.95.05-1", "hgx-gpuhost": "580.82.07-1"}  # newest of the branch / exactly as asked
 PACKAGES = ["nvidia-driver-cuda", "nvidia-kernel-open-dkms", "nvidia-persistenced"]
 
 
@@ -52,7 +52,7 @@ def test_persistenced_enabled_and_running(host):
 
 def test_fabric_manager_only_on_nvswitch_at_the_drivers_exact_version(host, name):
     fm = host.package("nvidia-fabricmanager")
-    if name == "ct200-sim":
+    if name == "ct200-gpuhost":
         assert not fm.is_installed
     else:
         assert fm.is_installed and fm.version == DRIVER[name] == host.package("nvidia-driver-cuda").version
@@ -66,7 +66,7 @@ def test_open_kernel_module_flavour(host):
 
 def test_gpu_facts(host, name):
     facts = host.ansible("nvidia_gpu_facts", check=False)["ansible_facts"]["nvidia_gpu"]
-    expected = {"ct200-sim": (8, 97887, False), "hgx-sim": (8, 143771, True)}[name]
+    expected = {"ct200-gpuhost": (8, 97887, False), "hgx-gpuhost": (8, 143771, True)}[name]
     assert (facts["count"], facts["memory_mib_min"], facts["nvswitch"]) == expected
     assert facts["source"] == "nvidia-smi" and facts["driver_version"] == DRIVER[name].split("-")[0]
     assert facts["module_flavour"] == "open"
@@ -78,8 +78,8 @@ def test_cuda_toolkit_on_path(host):
 
 
 def test_refusals_came_before_any_package_change(host, name):
-    if name != "ct200-sim":
-        pytest.skip("the refusals run on ct200-sim")
+    if name != "ct200-gpuhost":
+        pytest.skip("the refusals run on ct200-gpuhost")
     version = host.file("/root/refusal-driver-version.txt").content_string
     assert "nvidia_driver_version 580.999.99 is not in the repository" in version
     assert "580.95.05-1" in version and "580.82.07-1" in version and "No package was changed" in version
