@@ -3,7 +3,8 @@
 #   CACHE/apt-repo/  a signed apt repository of stand-in packages with NVIDIA's real names and versions
 #                    (built with dpkg-deb), plus a stand-in linux-headers for this machine's kernel;
 #   CACHE/apt-repo/standin-archive-key.asc  the key that signs it (the role's repo key URL points here);
-#   CACHE/wheels/sglang-*.whl  the SGLang double (tests/sglang_double) as a wheel named sglang.
+#   CACHE/wheels/sglang-*.whl  the SGLang double (tests/sglang_double) as a wheel named sglang, and
+#   CACHE/wheels/ddtree_kernels-*.whl  a stand-in custom-kernel wheel.
 # Rebuilt only when molecule/standins/ or this script change.
 set -euo pipefail
 CACHE="$1"
@@ -14,7 +15,8 @@ OUT="$CACHE/apt-repo"
 DRIVER_VERSIONS="580.82.07 580.95.05"   # two releases of the 580 branch: pins must pick the asked one
 CUDA_VERSIONS="12.9.1"
 KERNEL="$(uname -r)"
-stamp=$(cat "$0" "$SRC"/* "$REPO"/tests/sglang_double/sglang/*.py | sha256sum | cut -c1-16)-$KERNEL
+stamp=$(cat "$0" "$SRC"/* "$SRC"/kernels/*/*.py "$REPO"/tests/sglang_double/*.py "$REPO"/tests/sglang_double/sglang/*.py \
+  | sha256sum | cut -c1-16)-$KERNEL
 [ -f "$OUT/.stamp" ] && [ "$(cat "$OUT/.stamp")" = "$stamp" ] && exit 0
 echo "[harness] building stand-in NVIDIA apt repository and SGLang double wheel"
 rm -rf "$OUT" "$CACHE/build" && mkdir -p "$OUT/pool" "$CACHE/build" "$CACHE/wheels"
@@ -73,6 +75,9 @@ gpg --batch --armor --export >"$OUT/standin-archive-key.asc"
   && gpg --batch --yes --clearsign -o InRelease Release && gpg --batch --yes -abs -o Release.gpg Release)
 
 # The SGLang double as a wheel named sglang (a zip with metadata; no build backend needed offline).
-rm -f "$CACHE"/wheels/sglang-*.whl
+rm -f "$CACHE"/wheels/*.whl
 "$REPO/.venv/bin/python" "$REPO/tests/sglang_double/build_wheel.py" "$CACHE/wheels"
+# A stand-in custom-kernel wheel, so the role's kernel install and version check run for real.
+"$REPO/.venv/bin/python" "$REPO/tests/sglang_double/build_wheel.py" "$CACHE/wheels" "$SRC/kernels/ddtree_kernels" \
+  ddtree-kernels 0.3.1 "STAND-IN for a custom kernel package (molecule tests only)"
 echo "$stamp" >"$OUT/.stamp"

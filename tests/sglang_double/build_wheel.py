@@ -1,7 +1,9 @@
-"""Package the SGLang TEST DOUBLE as a wheel named `sglang`, so a venv can `pip install` it offline
-and a systemd unit can run `python -m sglang.launch_server` unchanged. A wheel is a zip with
-metadata; writing it directly needs no build backend (none can be fetched offline).
-Usage: python build_wheel.py OUTDIR  -> prints the wheel's path."""
+"""Package a pure-Python folder as a wheel without a build backend (none can be fetched offline).
+
+Default: the SGLang TEST DOUBLE as a wheel named `sglang`, so a venv can `pip install` it offline and a
+systemd unit can run `python -m sglang.launch_server` unchanged. A wheel is a zip with metadata.
+Usage: python build_wheel.py OUTDIR [PACKAGE_DIR DIST_NAME VERSION SUMMARY]  -> prints the wheel's path.
+"""
 
 import base64
 import hashlib
@@ -10,9 +12,6 @@ import sys
 import zipfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)
-from sglang import __version__  # noqa: E402
-
 TAG = "py3-none-any"
 
 
@@ -21,23 +20,22 @@ def _record_line(name, data):
     return "%s,sha256=%s,%d" % (name, digest, len(data))
 
 
-def build(outdir):
-    dist = "sglang-%s" % __version__
-    path = os.path.join(outdir, "sglang-%s-%s.whl" % (__version__, TAG))
+def build(outdir, package_dir, dist_name, version, summary):
+    package = os.path.basename(package_dir.rstrip("/"))
     files = {}
-    for name in sorted(os.listdir(os.path.join(HERE, "sglang"))):
+    for name in sorted(os.listdir(package_dir)):
         if name.endswith(".py"):
-            with open(os.path.join(HERE, "sglang", name), "rb") as handle:
-                files["sglang/" + name] = handle.read()
-    info = "%s.dist-info" % dist
-    files[info + "/METADATA"] = ("Metadata-Version: 2.1\nName: sglang\nVersion: %s\n"
-                                 "Summary: TEST DOUBLE of SGLang for molecule and the demo; not SGLang\n"
-                                 % __version__).encode()
+            with open(os.path.join(package_dir, name), "rb") as handle:
+                files["%s/%s" % (package, name)] = handle.read()
+    info = "%s-%s.dist-info" % (dist_name.replace("-", "_"), version)
+    files[info + "/METADATA"] = ("Metadata-Version: 2.1\nName: %s\nVersion: %s\nSummary: %s\n"
+                                 % (dist_name, version, summary)).encode()
     files[info + "/WHEEL"] = ("Wheel-Version: 1.0\nGenerator: sglang-longctx build_wheel.py\n"
                               "Root-Is-Purelib: true\nTag: %s\n" % TAG).encode()
-    record = [_record_line(name, data) for name, data in files.items()] + [info + "/RECORD,,"]
-    files[info + "/RECORD"] = ("\n".join(record) + "\n").encode()
+    files[info + "/RECORD"] = ("\n".join([_record_line(n, d) for n, d in files.items()] + [info + "/RECORD,,"])
+                               + "\n").encode()
     os.makedirs(outdir, exist_ok=True)
+    path = os.path.join(outdir, "%s-%s-%s.whl" % (dist_name.replace("-", "_"), version, TAG))
     with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as archive:
         for name, data in files.items():
             archive.writestr(zipfile.ZipInfo(name, date_time=(2026, 1, 1, 0, 0, 0)), data)
@@ -45,4 +43,11 @@ def build(outdir):
 
 
 if __name__ == "__main__":
-    print(build(sys.argv[1]))
+    if len(sys.argv) == 2:
+        sys.path.insert(0, HERE)
+        from sglang import __version__
+
+        print(build(sys.argv[1], os.path.join(HERE, "sglang"), "sglang", __version__,
+                    "TEST DOUBLE of SGLang for molecule and the demo; not SGLang"))
+    else:
+        print(build(*sys.argv[1:6]))

@@ -18,16 +18,26 @@ def test_unit_carries_the_calibrated_plan(host):
         assert hardening in unit
 
 
-def test_env_file_is_private(host):
+def test_env_file_is_private_and_holds_the_api_key(host):
     env = host.file("/etc/sglang/sglang.env")
     assert env.mode == 0o600 and env.user == "root"
     assert env.contains("SGLANG_DOUBLE_GPU=/etc/sglang-double/gpu.json")
+    assert env.contains("^SGLANG_API_KEY=molecule-not-a-secret$")
+    unit = host.file(UNIT).content_string
+    assert "--api-key ${SGLANG_API_KEY}" in unit and "molecule-not-a-secret" not in unit
+    assert host.check_output("curl -s -o /dev/null -w '%{http_code}' http://127.0.0.1:30000/server_info") == "401"
+
+
+def test_sglang_and_the_kernel_wheel_at_their_versions(host):
+    pip = "/opt/sglang/venv/bin/pip show %s"
+    assert "Version: 0.5.9+double" in host.check_output(pip % "sglang")
+    assert "Version: 0.3.1" in host.check_output(pip % "ddtree-kernels")
 
 
 def test_service_active_and_serving_the_pool(host):
     service = host.service("sglang")
     assert service.is_running and service.is_enabled, journal(host)
-    info = json.loads(host.check_output("curl -s http://127.0.0.1:30000/server_info"))
+    info = json.loads(host.check_output("curl -s -H 'Authorization: Bearer molecule-not-a-secret' http://127.0.0.1:30000/server_info"))
     assert info["max_total_num_tokens"] >= 200_000
     assert host.check_output("ps -o user= -C python3 -C python | sort -u").strip() in ("sglang",), journal(host)
 

@@ -25,7 +25,7 @@ def test_auto_rollback_after_a_failed_proof(host):
 
 def test_the_restored_unit_serves_its_target(host):
     assert host.service("sglang").is_running
-    info = json.loads(host.check_output("curl -s http://127.0.0.1:30000/server_info"))
+    info = json.loads(host.check_output("curl -s -H 'Authorization: Bearer molecule-not-a-secret' http://127.0.0.1:30000/server_info"))
     assert info["context_length"] == 150_000 and info["max_total_num_tokens"] >= 150_000
 
 

@@ -27,5 +27,5 @@ def test_the_previous_unit_still_serves(host):
     assert host.file("/etc/systemd/system/sglang.service").content_string == \
         host.file("/root/unit-before.service").content_string
     assert host.service("sglang").is_running
-    info = json.loads(host.check_output("curl -s http://127.0.0.1:30000/server_info"))
+    info = json.loads(host.check_output("curl -s -H 'Authorization: Bearer molecule-not-a-secret' http://127.0.0.1:30000/server_info"))
     assert info["max_total_num_tokens"] >= 200_000 and info["context_length"] == 200_000
