@@ -6,7 +6,8 @@
 #   3. a systemd-capable Debian 12 base image, built with debootstrap (nothing can be pulled)
 #   4. the collections molecule's docker driver needs, taken from the `ansible` package on PyPI
 #   5. the stand-in NVIDIA apt repository and the SGLang double's wheel (molecule/harness/standins.sh)
-# Idempotent: each step is skipped when its result is already there.
+# Idempotent: each step is skipped when its result is already there. (A docker client alone, as some
+# machines have in /usr/local/bin, is not an engine: the check is for dockerd.)
 set -euo pipefail
 HERE="$(cd "$(dirname "$0")" && pwd)"
 REPO="$(cd "$HERE/../.." && pwd)"
@@ -19,7 +20,7 @@ log() { printf '[harness] %s\n' "$*"; }
 
 # 1. Debian packages
 need=()
-for cmd_pkg in docker:docker.io debootstrap:debootstrap dpkg-scanpackages:dpkg-dev gpg:gnupg apt-ftparchive:apt-utils gcc:gcc; do
+for cmd_pkg in dockerd:docker.io debootstrap:debootstrap dpkg-scanpackages:dpkg-dev gpg:gnupg apt-ftparchive:apt-utils gcc:gcc; do
   command -v "${cmd_pkg%%:*}" >/dev/null 2>&1 || need+=("${cmd_pkg#*:}")
 done
 if [ ${#need[@]} -gt 0 ]; then
