@@ -60,21 +60,18 @@ def test_not_ready_in_time(smoke, double):
     assert rc == 1 and "was not ready within 1 s" in result["msg"]
 
 
-def test_prompt_over_the_context_length_reports_the_servers_message(smoke, double):
-    flags = ["--tp", "8", "--context-length", "20000", "--mem-fraction-static", "0.94"]
+@pytest.mark.parametrize("context, fraction, min_pool, asked, servers_words", [
+    ("20000", "0.94", 200_000, "30000", "is longer than the model's context length (20000 tokens)"),  # TokenizerManager
+    ("200000", "0.80", 1000, "60000", "exceeds the maximum allowed length"),                          # Scheduler, pool
+])
+def test_prompt_over_a_limit_reports_the_servers_message(smoke, double, context, fraction, min_pool, asked,
+                                                         servers_words):
+    flags = ["--tp", "8", "--context-length", context, "--mem-fraction-static", fraction]
     with double(flags) as (url, _):
-        rc, result = smoke(url=url, min_pool_tokens=200_000, prompt_tokens="30000")
+        rc, result = smoke(url=url, min_pool_tokens=min_pool, prompt_tokens=asked)
     assert rc == 1
     assert "HTTP 400" in result["msg"]
-    assert "is longer than the model's context length (20000 tokens)" in result["msg"]
-
-
-def test_prompt_over_the_pool_reports_the_schedulers_message(smoke, double):
-    flags = ["--tp", "8", "--context-length", "200000", "--mem-fraction-static", "0.80"]
-    with double(flags) as (url, _):
-        rc, result = smoke(url=url, min_pool_tokens=1000, prompt_tokens="60000")
-    assert rc == 1
-    assert "exceeds the maximum allowed length" in result["msg"]
+    assert servers_words in result["msg"]
 
 
 def test_wrong_answer_is_quoted(smoke, double):
