@@ -28,7 +28,9 @@ options:
     type: int
     default: 1800
   api_key:
-    description: Not needed for /health_generate (SGLang does not require the key there); sent when given.
+    description:
+      - The server's C(--api-key), sent as a bearer token. SGLang 0.4-0.5 lets /health* through without it;
+        sending it keeps the wait working on builds that do not.
     type: str
 notes:
   - Supports check mode.
