@@ -11,7 +11,7 @@ Mirrors SGLang's model_runner / pool_configurator (docs/kv-pool-formula.md has t
 
 import math
 
-from .releases import ELEM_BYTES, MODEL_FREE_ALGORITHMS, OWN_GEOMETRY_ALGORITHMS, rules_for
+from .releases import ELEM_BYTES, MODEL_FREE_ALGORITHMS, OWN_GEOMETRY_ALGORITHMS, RULES, rules_for
 from .spec import KVPlanError
 
 _ELEM_BYTES = ELEM_BYTES
@@ -195,7 +195,10 @@ def check_speculative(spec):
     if not spec_cfg:
         return
     algorithm = spec_cfg["algorithm"]
-    if algorithm not in rules["speculative_algorithms"]:
+    known = set().union(*(r["speculative_algorithms"] for r in RULES.values()))
+    if spec["pool_rules"] is not None and algorithm in known:
+        pass  # a fork (pool_rules named outright) may carry an algorithm its base release lacks
+    elif algorithm not in rules["speculative_algorithms"]:
         raise KVPlanError("sglang_speculative.algorithm: %s is not a --speculative-algorithm of SGLang %s "
                           "(its choices: %s). Use one of those, or a release that has it%s."
                           % (algorithm, name, ", ".join(rules["speculative_algorithms"]),

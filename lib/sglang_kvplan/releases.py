@@ -47,7 +47,7 @@ LATEST = "0.5.23"
 # NGRAM drafts from the prompt itself: no draft model and no draft KV.
 MODEL_FREE_ALGORITHMS = ("NGRAM",)
 # Algorithms whose draft has its own attention geometry, read from the draft's config.json.
-OWN_GEOMETRY_ALGORITHMS = ("DFLASH", "DSPARK", "STANDALONE")
+OWN_GEOMETRY_ALGORITHMS = ("DFLASH", "DSPARK")
 
 
 def _version_tuple(text):
