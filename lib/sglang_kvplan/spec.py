@@ -20,8 +20,8 @@ _PRESETS_FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "model_
 # not among SGLang 0.5.x's choices, and the fp4/mxfp8 ones carry scale tensors the planner does not model).
 KV_DTYPES = ("auto", "bf16", "bfloat16", "fp8_e4m3", "fp8_e5m2")
 POOL_POLICIES = ("target", "max", "fraction")
-SPECULATIVE_KEYS = ("algorithm", "draft_model_path", "draft_model_config", "num_steps", "eagle_topk",
-                    "num_draft_tokens", "draft_weights_gib", "draft_checkpoint_gib")
+SPECULATIVE_KEYS = ("algorithm", "draft_model", "draft_model_path", "draft_model_config", "num_steps",
+                    "eagle_topk", "num_draft_tokens", "draft_weights_gib", "draft_checkpoint_gib")
 # Below this, CUDA graphs, activations and NCCL buffers do not fit on any GPU SGLang serves from.
 MIN_HEADROOM_FLOOR_GIB = 1.0
 
@@ -154,6 +154,16 @@ def _check_speculative(value):
     if out["draft_model_config"] is not None and not isinstance(out["draft_model_config"], dict):
         raise KVPlanError("%s: 'draft_model_config' must be the draft's config.json as a mapping, got %r."
                           % (where, out["draft_model_config"]))
+    if out["draft_model"] is not None and out["draft_model_config"] is None:
+        # A preset stands in for the draft's config.json where the host is not read (make plan).
+        presets = load_presets()
+        preset = presets.get(out["draft_model"])
+        if not preset:
+            raise KVPlanError("%s: 'draft_model' %r is not a preset; known presets: %s."
+                              % (where, out["draft_model"], ", ".join(sorted(presets))))
+        out["draft_model_config"] = preset["config"]
+        if out["draft_checkpoint_gib"] is None:
+            out["draft_checkpoint_gib"] = float(preset["checkpoint_gib"])
     return out
 
 

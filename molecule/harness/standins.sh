@@ -80,4 +80,7 @@ rm -f "$CACHE"/wheels/*.whl
 # A stand-in custom-kernel wheel, so the role's kernel install and version check run for real.
 "$REPO/.venv/bin/python" "$REPO/tests/sglang_double/build_wheel.py" "$CACHE/wheels" "$SRC/kernels/ddtree_kernels" \
   ddtree-kernels 0.3.1 "STAND-IN for a custom kernel package (molecule tests only)"
+# A stand-in torch, so the role's runtime check (CUDA build, GPUs seen through nvidia-smi) runs for real.
+"$REPO/.venv/bin/python" "$REPO/tests/sglang_double/build_wheel.py" "$CACHE/wheels" "$SRC/python/torch" \
+  torch 2.14.1+standin "STAND-IN for torch (molecule tests only)"
 echo "$stamp" >"$OUT/.stamp"
