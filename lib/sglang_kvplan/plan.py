@@ -18,8 +18,15 @@ P and A are estimates).
 import math
 
 from .memory import GIB, memory, pool_tokens
-from .model import (attn_tp_size, cell_bytes, describe_cell, draft_cell_bytes, native_context,
-                    separate_draft_cell_bytes, target_cell_bytes)
+from .model import (
+    attn_tp_size,
+    cell_bytes,
+    describe_cell,
+    draft_cell_bytes,
+    native_context,
+    separate_draft_cell_bytes,
+    target_cell_bytes,
+)
 from .releases import rules_for
 from .spec import KVPlanError, load_presets, normalize_spec
 

@@ -4,15 +4,19 @@ Paths are under `sglang/srt/` in the released wheel (`pip download --no-deps sgl
 in releases/flags-<version>.json are extracted from the same wheels (tests/contract/extract_flags.py); the
 contract test checks every flag the repository renders against them.
 
-| rule                      | 0.5.9                                            | 0.5.23                                        |
-|---------------------------|--------------------------------------------------|-----------------------------------------------|
-| pool formula              | model_executor/model_runner_kv_cache_mixin.py    | mem_cache/kv_cache_configurator.py            |
-|                           | profile_max_num_token: floor((A - P(1-f)) / cell) | same, then _apply_token_constraints            |
-| --max-total-tokens        | init_memory_pool: min(profiled, cap), page-rounded; a warning when the cap exceeds the profile (both) |
-| speculative draft's KV    | 'separate': the draft runner gets the target's token count (draft_runner_cache_size) and allocates its own pool after the target's, out of the (1 - f) x P headroom | 'in_cell': DFLASH adds the draft's own cell (speculative/dflash_utils.py dflash_draft_cell_size_per_token, heads split over the draft's attention TP); EAGLE/NEXTN/STANDALONE scale the target cell by draft layers / target layers (model_executor/pool_configurator.py) |
-| --speculative-algorithm   | EAGLE, EAGLE3, NEXTN, STANDALONE, NGRAM          | adds DFLASH (and DSPARK, UNO, FROZEN_KV_MTP)  |
-| --kv-cache-dtype          | auto fp8_e5m2 fp8_e4m3 bf16 bfloat16 fp4_e2m1    | auto fp8_e5m2 fp8_e4m3 mxfp8 bf16 bfloat16 nvfp4 fp4_mx_block16 |
-| torch it pins             | 2.9.1, CUDA 12.9 build                            | 2.14.1, CUDA 13 build                           |
+- pool formula: floor((A - P(1 - f)) / cell) in both; 0.5.9 model_executor/model_runner_kv_cache_mixin.py
+  (profile_max_num_token), 0.5.23 mem_cache/kv_cache_configurator.py and model_executor/pool_configurator.py.
+- --max-total-tokens: min(profiled, cap), page-rounded, a warning when the cap exceeds the profile (0.5.9
+  init_memory_pool, 0.5.23 _apply_token_constraints).
+- a speculative draft's KV: 'separate' in 0.5.9 (the draft runner gets the target's token count,
+  draft_runner_cache_size, and allocates its own pool after the target's, out of the (1 - f) x P headroom);
+  'in_cell' in 0.5.23 (DFLASH adds the draft's own cell, speculative/dflash_utils.py
+  dflash_draft_cell_size_per_token, heads split over the draft's attention TP; EAGLE/EAGLE3/NEXTN/STANDALONE
+  scale the target cell by draft layers / target layers, model_executor/pool_configurator.py).
+- --speculative-algorithm: 0.5.9 EAGLE EAGLE3 NEXTN STANDALONE NGRAM; 0.5.23 adds DFLASH DSPARK UNO FROZEN_KV_MTP.
+- --kv-cache-dtype: 0.5.9 auto fp8_e5m2 fp8_e4m3 bf16 bfloat16 fp4_e2m1; 0.5.23 adds mxfp8 nvfp4 fp4_mx_block16
+  and drops fp4_e2m1. Neither has fp16.
+- torch pinned: 0.5.9 2.9.1 (CUDA 12.9 build), 0.5.23 2.14.1 (CUDA 13 build, driver branch 580+).
 
 Draft weights load after the target's pool in both releases (the second 'Load weight begin/end' pair
 in the log), so they always come out of the headroom.

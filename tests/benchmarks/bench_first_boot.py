@@ -83,7 +83,7 @@ def main(hosts=200, seed=7):
             "min_headroom_gib", 4.0) for _, a in draws]
         for policy, label in (("fraction", "fraction"), ("target", "pinned")):
             results = [deploy(spec, p, a, policy) for p, a in draws]
-            fitting = [r for r, ok in zip(results, fits) if ok]
+            fitting = [r for r, ok in zip(results, fits, strict=True) if ok]
             restarts = sum(r[0] for r in fitting)
             hosts_restarted = sum(1 for r in fitting if r[0])
             failed = sum(1 for r in fitting if r[3])
