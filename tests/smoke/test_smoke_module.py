@@ -168,3 +168,35 @@ def test_pool_from_internal_states_when_top_level_is_missing():
     assert module.pool_from_info({"max_total_num_tokens": 5, **info}) == 5
     with pytest.raises(module.SmokeFailure, match="neither max_total_num_tokens"):
         module.pool_from_info({"internal_states": []})
+
+
+def test_a_streamed_error_event_is_reported_with_the_servers_words():
+    """SGLang answers a streamed request it refuses with HTTP 200 and one `data: {"error": ...}` event
+    (serving_base.create_streaming_error_response, 0.5.9); the message must carry its words."""
+    import http.server
+    import threading
+
+    import sglang_smoke_test as module
+
+    words = "Input length (230000 tokens) exceeds the maximum allowed length (218479 tokens)."
+
+    class Streamed(http.server.BaseHTTPRequestHandler):
+        def do_POST(self):  # noqa: N802
+            self.rfile.read(int(self.headers["content-length"]))
+            self.send_response(200)
+            self.send_header("content-type", "text/event-stream")
+            self.end_headers()
+            error = {"object": "error", "message": words, "type": "BadRequestError", "param": None, "code": 400}
+            self.wfile.write(b"data: " + module.json.dumps({"error": error}).encode() + b"\n\ndata: [DONE]\n\n")
+
+        def log_message(self, *args):
+            pass
+
+    httpd = http.server.HTTPServer(("127.0.0.1", 0), Streamed)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    try:
+        client = module.Client("http://127.0.0.1:%d" % httpd.server_port, timeout=10)
+        with pytest.raises(module.SmokeFailure, match=re.escape("/v1/completions streamed an error: " + words)):
+            client.stream("/v1/completions", {"prompt": "x", "stream": True})
+    finally:
+        httpd.shutdown()
