@@ -8,11 +8,11 @@ from conftest import CT200
 FINE = CT200 + ["--mem-fraction-static", "0.94"]  # pool 218,485 on the simulated ct200
 
 
-@pytest.mark.parametrize("api", ["new", "old"])
-def test_pool_under_the_context_fails_naming_both_numbers(smoke, double, api):
-    """No min_pool_tokens: the pool must hold the server's own context length (200,000)."""
+@pytest.mark.parametrize("api, min_pool", [("new", None), ("old", None), ("new", 1000)])
+def test_pool_under_the_context_fails_naming_both_numbers(smoke, double, api, min_pool):
+    """The pool must hold the server's own context length (200,000), whatever min_pool_tokens allows."""
     with double(CT200 + ["--mem-fraction-static", "0.85"], {"api": api}) as (url, _):
-        rc, result = smoke(url=url)
+        rc, result = smoke(url=url, **({"min_pool_tokens": min_pool} if min_pool else {}))
     assert rc == 1 and result["failed"]
     assert "101,13" in result["msg"] and "200,000" in result["msg"] and "context length" in result["msg"]
     assert "--mem-fraction-static" in result["msg"]

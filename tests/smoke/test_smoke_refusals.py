@@ -62,6 +62,17 @@ def test_prompt_longer_than_the_context_is_not_sent(smoke, double, context, aske
     assert "/v1/completions" not in access  # refused here, never sent
 
 
+def test_target_that_the_answer_room_squeezes_under_95_percent_names_max_tokens(smoke, double):
+    with double(FINE) as (url, log):
+        rc, result = smoke(url=url, context_target=200_000, max_tokens=15_000)
+        with open(log, encoding="utf-8") as handle:
+            access = handle.read()
+    assert rc == 1
+    assert "prompt_tokens=target" in result["msg"] and "max_tokens=15000" in result["msg"]
+    assert "190,000" in result["msg"] and "184,999" in result["msg"]
+    assert "/v1/completions" not in access
+
+
 @pytest.mark.parametrize("where", ["headers", "body"])
 def test_a_trickling_server_is_stopped_by_the_deadline(smoke, where):
     """One byte a second never trips a per-read timeout; the module's one deadline per request must."""
