@@ -7,7 +7,7 @@ pool, enough to plan a hair short. The pool it logged at a known fraction pins A
 --max-total-tokens says nothing about the profile, so then the logged A is kept as it is.
 """
 
-from .memory import GIB, pool_tokens
+from .memory import GIB, draft_loads_before_profile, pool_tokens
 from .model import cell_bytes
 from .spec import KVPlanError, normalize_spec
 
@@ -32,14 +32,17 @@ def calibrate(raw_spec, boot):
     cap = boot.get("max_total_tokens")
     pinned = cap not in (None, "") and pool >= int(cap)
     cell = cell_bytes(spec)
-    post = (pool + 0.5) * cell / GIB + pre * (1 - fraction)
+    # A refined from the pool is what the profile started from; a draft loaded before it (0.5.23) took its
+    # weights from there, so they are added back to give the target's A.
+    before = float(boot.get("draft_weights_gib") or 0.0) if draft_loads_before_profile(spec) else 0.0
+    post = (pool + 0.5) * cell / GIB + pre * (1 - fraction) + before
     if pinned:
         post = logged_post
     elif spec["page_size"] == 1 and abs(post - logged_post) > 0.011:
         # The logged A disagrees with the pool by more than its rounding: the cell or the fraction is not
         # what SGLang used (another KV dtype, a draft model, a max_total_tokens cap). Trust the log.
         post = logged_post
-    if pool_tokens(pre, post, fraction, cell, spec["page_size"]) > pool:
+    if pool_tokens(pre, post - before, fraction, cell, spec["page_size"]) > pool:
         post = logged_post
     result = {"pre_load_avail_gib": round(pre, 6), "post_load_avail_gib": round(post, 6),
               "logged_post_load_avail_gib": logged_post, "mem_fraction_static": fraction, "pool_tokens": pool,

@@ -17,9 +17,8 @@ P and A are estimates).
 
 import math
 
-from .memory import GIB, memory, pool_tokens
+from .memory import GIB, draft_weights, memory, pool_tokens, profile_post
 from .model import (
-    attn_tp_size,
     cell_bytes,
     describe_cell,
     draft_cell_bytes,
@@ -72,21 +71,6 @@ def _draft_extra_tokens(spec):
     return spec_cfg["num_draft_tokens"] or 0
 
 
-def _draft_weights(spec):
-    """(GiB per GPU, note) of the draft's weights, which load after the pool and come out of the headroom."""
-    spec_cfg = spec["speculative"]
-    if not spec_cfg or spec_cfg["algorithm"] == "NGRAM":
-        return 0.0, None
-    if spec_cfg["draft_weights_gib"] is not None:
-        return spec_cfg["draft_weights_gib"], "draft weights %.2f GiB per GPU (measured or given)" % (
-            spec_cfg["draft_weights_gib"])
-    if spec_cfg["draft_checkpoint_gib"] is not None:
-        weights = spec_cfg["draft_checkpoint_gib"] / attn_tp_size(spec)
-        return weights, ("draft weights %.2f GiB per GPU: its checkpoint %.2f GiB over attention TP %d "
-                         "(an estimate)" % (weights, spec_cfg["draft_checkpoint_gib"], attn_tp_size(spec)))
-    return 0.0, "draft weights not known (no draft checkpoint size): counted as 0 until a boot measures them"
-
-
 def _default_running_requests(spec, pool, target):
     attn_dp = spec["dp_size"] if spec["enable_dp_attention"] else 1
     per_group = max(1, min(pool // target, pool // 2))
@@ -110,9 +94,10 @@ class _Budget:
     def __init__(self, spec, post):
         self.spec = spec
         self.post = post
+        self.profile_post = profile_post(spec, post)  # what the profile starts from
         self.cell = cell_bytes(spec)
         self.side_cell = separate_draft_cell_bytes(spec)
-        self.draft_weights, self.draft_note = _draft_weights(spec)
+        self.draft_weights, self.draft_note = draft_weights(spec)
 
     def headroom(self, pool):
         """GiB left outside everything SGLang allocates for `pool` tokens (graphs, activations, NCCL)."""
@@ -130,7 +115,7 @@ def _infeasible(spec, budget, pre, required, calibrated, native_note):
     headroom = spec["min_headroom_gib"]
     # The most that fits: within the headroom, and within what the profile reaches at the highest fraction.
     ceiling = _pinned_fraction(spec, pre, headroom)
-    profiled = pool_tokens(pre, budget.post, ceiling, budget.cell, spec["page_size"]) if ceiling > 0 else 0
+    profiled = pool_tokens(pre, budget.profile_post, ceiling, budget.cell, spec["page_size"]) if ceiling > 0 else 0
     largest = min(budget.most_tokens(headroom), profiled) - _draft_extra_tokens(spec)
     fixes = []
     if spec["kv_cache_dtype"] not in ("fp8_e4m3", "fp8_e5m2"):
@@ -175,7 +160,7 @@ def _pinned(spec, pre, post, calibrated, budget, required):
     fraction = _pinned_fraction(spec, pre, spec["min_headroom_gib"])
     if fraction <= 0:
         return None
-    profiled = pool_tokens(pre, post, fraction, budget.cell, spec["page_size"])
+    profiled = pool_tokens(pre, budget.profile_post, fraction, budget.cell, spec["page_size"])
     cap = required
     if spec["pool_policy"] == "max" and calibrated:
         cap = max(min(budget.most_tokens(spec["min_headroom_gib"]), profiled), required)
@@ -201,10 +186,11 @@ def plan(raw_spec):
     if spec["pool_policy"] == "fraction":
         margin = 0.0 if calibrated else spec["uncalibrated_margin"]
         required = _round_up(math.ceil(round(needed * (1 + margin), 6)), page)
-        fraction = smallest_fraction(pre, post, budget.cell, page, required, _fraction_ceiling(pre, headroom_min))
-        if fraction is None or budget.headroom(pool_tokens(pre, post, fraction, budget.cell, page)) < headroom_min:
+        post_p = budget.profile_post
+        fraction = smallest_fraction(pre, post_p, budget.cell, page, required, _fraction_ceiling(pre, headroom_min))
+        if fraction is None or budget.headroom(pool_tokens(pre, post_p, fraction, budget.cell, page)) < headroom_min:
             _infeasible(spec, budget, pre, required, calibrated, native_note)
-        pool = pool_tokens(pre, post, fraction, budget.cell, page)
+        pool = pool_tokens(pre, post_p, fraction, budget.cell, page)
         if not calibrated:
             assumptions.append("uncalibrated_margin %.2f: the pool is planned for %s tokens, not %s"
                                % (margin, _fmt(required), _fmt(needed)))
@@ -216,7 +202,7 @@ def plan(raw_spec):
         if pinned is None:
             _infeasible(spec, budget, pre, required, calibrated, native_note)
         cap, fraction = pinned
-        profiled = pool_tokens(pre, post, fraction, budget.cell, page)
+        profiled = pool_tokens(pre, budget.profile_post, fraction, budget.cell, page)
         pool = min(profiled, cap)
         if spec["pool_policy"] == "max" and not calibrated:
             assumptions.append("pool_policy max applies from a calibration: this first plan pins the pool to the "
