@@ -13,6 +13,7 @@ import time
 from datetime import datetime
 
 from sglang import __version__
+from sglang._double_config import ConfigArgumentMerger
 from sglang._double_gpu import cell_size, default_mem_fraction_static, load_gpu, profile_max_num_token
 from sglang._double_http import serve
 
@@ -60,6 +61,7 @@ def _parser():
     p.add_argument("--json-model-override-args", default="{}")
     p.add_argument("--dist-init-addr")
     p.add_argument("--nnodes", type=int, default=1)
+    p.add_argument("--config", type=str)
     p.add_argument("--node-rank", type=int, default=0)
     return p
 
@@ -153,8 +155,17 @@ def boot(args, gpu):
     }
 
 
+def prepare_server_args(argv):
+    """As SGLang's `prepare_server_args` (0.5.9 and 0.5.23 `srt/server_args.py`): a `--config` YAML
+    file's options are merged in before parsing (sglang/_double_config.py)."""
+    parser = _parser()
+    if "--config" in argv:
+        argv = ConfigArgumentMerger(parser).merge_config_with_args(argv)
+    return parser.parse_args(argv)
+
+
 def main(argv=None):
-    args = _parser().parse_args(argv)
+    args = prepare_server_args(list(sys.argv[1:] if argv is None else argv))
     gpu = load_gpu()
     try:
         state = boot(args, gpu)
