@@ -331,8 +331,9 @@ def _add_argument_calls(tree_node, module, source_rel, local_scope=True):
         if nargs is None and action == "deprecated_store_const":
             nargs = 0 if "nargs" not in kw else None
         extra = {}
-        if "const" in kw:
-            extra["const"] = _json_value(evaluate(kw["const"], module, local))
+        for key in ("const", "const_value"):  # const_value: DeprecatedStoreConstAction's stored value
+            if key in kw:
+                extra[key] = _json_value(evaluate(kw[key], module, local))
         required = evaluate(kw["required"], module, local) is True if "required" in kw else False
         entries.append(_entry(names, dest, action, type_name, kw.get("choices"), nargs, kw.get("default"),
                               required, source_rel, module, local, extra))
