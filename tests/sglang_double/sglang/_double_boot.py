@@ -182,10 +182,9 @@ class Boot:
         profiled, capped = tokens, False
         if args.max_total_tokens is not None:
             if args.max_total_tokens > tokens:
-                # the module-level logging.warning: no rank prefix in either release
-                print("[%s] max_total_tokens=%d is larger than the profiled value %d. Use the profiled value "
-                      "instead." % (datetime.now().strftime("%Y-%m-%d %H:%M:%S"), args.max_total_tokens, tokens),
-                      flush=True)
+                # logging.warning on the root logger, which configure_logger formats with the rank prefix
+                self.all("max_total_tokens=%d is larger than the profiled value %d. Use the profiled value "
+                         "instead." % (args.max_total_tokens, tokens))
             tokens = min(tokens, args.max_total_tokens)
             capped = tokens < profiled
         tokens = tokens // page * page
