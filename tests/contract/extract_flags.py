@@ -13,7 +13,9 @@ Both: plugin hooks (`add_*_choices` functions extending a choices list at run ti
 but the launch does (0.5.23's `--speculative-algorithm`, checked by `SpeculativeAlgorithm.from_string`)
 are recorded as `runtime_choices`.
 
-Usage: python extract_flags.py WHEEL_OR_DIR [OUT.json]   (prints the table when OUT is not given)
+Usage: python extract_flags.py WHEEL_OR_DIR [OUT.json] [--version V]   (prints the table without OUT)
+WHEEL_OR_DIR: a wheel, an unpacked wheel, or a source tree's python/ folder (a fork: give --version).
+Also recorded: the entry-point groups through which installed plugins can hook the parser (0.5.23).
 """
 
 import ast
@@ -49,7 +51,12 @@ class Source:
             match = re.match(r"sglang-([^/]+)\.dist-info", name)
             if match:
                 return match.group(1)
-        raise ValueError("%s: no sglang-*.dist-info found: is this an SGLang wheel?" % self.path)
+        generated = self.read("sglang/_version.py")  # a built source tree (setuptools-scm)
+        match = re.search(r"__version__\s*=\s*(?:version\s*=\s*)?['\"]([^'\"]+)['\"]", generated or "")
+        if match:
+            return match.group(1)
+        raise ValueError("%s: no sglang-*.dist-info or sglang/_version.py: pass the version with --version (a git "
+                         "checkout of a fork: point at its python/ folder)" % self.path)
 
     def module(self, dotted):
         if dotted not in self._modules:
@@ -453,9 +460,9 @@ def _runtime_speculative_algorithms(source):
             "source": "sglang/srt/speculative/spec_info.py (SpeculativeAlgorithm.from_string)"}
 
 
-def extract(path):
+def extract(path, version=None):
     source = Source(path)
-    version = source.version()
+    version = version or source.version()
     server_args = source.module("sglang.srt.server_args")
     if server_args.tree is None:
         raise ValueError("%s: sglang/srt/server_args.py not found" % path)
@@ -499,8 +506,11 @@ def extract(path):
     prog = evaluate(next((k.value for n in ast.walk(server_args.functions["prepare_server_args"])
                           if isinstance(n, ast.Call) and _name_of(n.func) == "argparse.ArgumentParser"
                           for k in n.keywords if k.arg == "prog"), None), server_args)
+    plugins = source.module("sglang.srt.plugins")  # 0.5.23: entry-point plugins may hook add_cli_args
+    groups = sorted(evaluate(node, plugins) for name, node in plugins.assigns.items() if name.endswith("_GROUP"))
     return {
         "version": version,
+        "plugin_entry_points": [g for g in groups if isinstance(g, str)],
         "extracted_by": "tests/contract/extract_flags.py",
         "declared_by": style,
         "prog": prog if isinstance(prog, str) else None,
@@ -515,7 +525,12 @@ def dumps(table):
 
 
 def main(argv):
-    table = extract(argv[0])
+    version = None
+    if "--version" in argv:
+        index = argv.index("--version")
+        version = argv[index + 1]
+        argv = argv[:index] + argv[index + 2:]
+    table = extract(argv[0], version)
     text = dumps(table)
     if len(argv) > 1:
         with open(argv[1], "w", encoding="utf-8") as handle:
