@@ -228,3 +228,18 @@ def test_unknown_fault_is_refused(monkeypatch, tmp_path):
     monkeypatch.setenv("SGLANG_DOUBLE_GPU", str(path))
     with pytest.raises(ValueError, match="fault='meteor'"):
         sim.load_gpu()
+
+
+@pytest.mark.parametrize("version", ["0.5.9", "0.5.23"])
+def test_nextn_mtp_from_the_targets_own_checkpoint(tmp_path, capsys, version):
+    argv = ["--model-path", model_dir(str(tmp_path), "deepseek-v3"), "--tp-size", "8", "--trust-remote-code",
+            "--mem-fraction-static", "0.9", "--speculative-algorithm", "NEXTN"]
+    state, out, _ = _boot(argv, _gpu(version=version, draft_weights_gib_per_gpu=1.5), capsys)
+    facts = sglang_boot_facts.parse_boot_log(out)
+    assert facts["draft"]["ranks"] == 8 and facts["post_load_avail_gib"] == 19.42
+    assert "type=DeepseekV3ForCausalLMNextN" in out
+    if version == "0.5.23":  # one NextN layer of 61 scales the cell
+        expected = int((85.334 - 65.915 - 1.5 - 85.334 * 0.1) * (1 << 30)) // (70_272 + int(70_272 / 61))
+    else:  # the target's cell alone; the MTP layer's pool comes out of the headroom
+        expected = int((85.334 - 65.915 - 85.334 * 0.1) * (1 << 30)) // 70_272
+    assert state["max_total_num_tokens"] == expected

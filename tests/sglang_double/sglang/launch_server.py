@@ -63,6 +63,14 @@ def boot(args, gpu, table):
     context_len = _context_len(args, config)
     draft_path = args.speculative_draft_model_path
     draft_config = read_config(draft_path) if draft_path and algorithm not in (None, "NGRAM") else None
+    nextn = sim.language_config(config).get("num_nextn_predict_layers") or 0
+    if draft_config is None and algorithm in ("EAGLE", "NEXTN") and nextn:
+        # MTP from the target's own checkpoint (DeepSeek-V3-style NextN layers): the draft worker loads those
+        # layers as a second model (0.5.23 spec_aux_hidden_state.py: a path-less NEXTN/MTP head is the target
+        # checkpoint in its MTP form; 0.5.9 server_args.py points the draft path at the model path).
+        arch = (config.get("architectures") or ["Model"])[0]
+        draft_config = dict(sim.language_config(config), architectures=[arch + "NextN"])
+        draft_path = args.model_path
     fraction = args.mem_fraction_static
     if fraction is None:
         fraction = sim.default_mem_fraction_static(gpu["gpu_memory_mib"], args.tp_size, args.pp_size)
