@@ -203,6 +203,9 @@ def serve(args, gpu, state, log):
     log("Uvicorn running on http://%s:%d (Press CTRL+C to quit)" % (args.host, args.port))
 
     def warm_up():
+        # SGLang's own warm-up request, as its scheduler logs it (managers/scheduler_metrics_mixin.py, 0.5.9)
+        log("Prefill batch, #new-seq: 1, #new-token: 1, #cached-token: 0, token usage: 0.00, #running-req: 0, "
+            "#queue-req: 0, input throughput (token/s): 0.00, cuda graph: False", 0)
         app.generate([0], 1)
         app.ready = True
         log("The server is fired up and ready to roll!")
