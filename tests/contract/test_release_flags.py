@@ -120,9 +120,9 @@ DRAFT_CONFIG = {"architectures": ["DFlashDraftModel"], "model_type": "qwen3", "n
                 "num_attention_heads": 32, "num_key_value_heads": 8, "head_dim": 128, "hidden_size": 4096,
                 "max_position_embeddings": 262144, "torch_dtype": "bfloat16"}
 SPECULATIVE_CASES = [
-    {"algorithm": "DFLASH", "draft_model_path": "/srv/models/kimi-k2.6-dflash", "draft_config": DRAFT_CONFIG,
+    {"algorithm": "DFLASH", "draft_model_path": "/srv/models/kimi-k2.6-dflash", "draft_model_config": DRAFT_CONFIG,
      "num_draft_tokens": 16},
-    {"algorithm": "EAGLE", "draft_model_path": "/srv/models/eagle", "draft_config": DRAFT_CONFIG,
+    {"algorithm": "EAGLE", "draft_model_path": "/srv/models/eagle", "draft_model_config": DRAFT_CONFIG,
      "num_steps": 3, "eagle_topk": 1, "num_draft_tokens": 4},
 ]
 
