@@ -138,8 +138,9 @@ def boot_progress(text):
         rank = rank_match.group(1) if rank_match else ""
         for avail in _AVAIL.finditer(line):
             state["avail_mem_gib"] = float(avail.group(1))
-        shards = _SHARDS.search(line)
-        graphs = _GRAPH_BAR.search(line)
+        # A line may hold several bar readings glued together: the last one is the newest.
+        shards = ([None] + list(_SHARDS.finditer(line)))[-1]
+        graphs = ([None] + list(_GRAPH_BAR.finditer(line)))[-1]
         kv = _KV.search(line)
         if "Load weight begin" in line:
             begins[rank] = begins.get(rank, 0) + 1
@@ -239,16 +240,18 @@ def main():
         props = show()
         active, sub = props.get("ActiveState", ""), props.get("SubState", "")
         # Restart=on-failure makes a crashing server look "activating (auto-restart)": that is a death.
-        if active in ("failed", "inactive") or sub == "auto-restart" or int(props.get("NRestarts") or 0) > restarts_before:
+        crashed = sub == "auto-restart" or int(props.get("NRestarts") or 0) > restarts_before
+        if active in ("failed", "inactive") or crashed:
             how = "restarting after a crash" if active not in ("failed", "inactive") else active
             module.fail_json(msg="%s is %s: SGLang stopped while starting. Its last lines:\n%s"
                                  % (unit, how, journal("-n", "15", "-u", unit).strip()),
                              **dict(result(props, False, state_now(props)), ready=False))
         if elapsed(props) > params["timeout"]:
             state = state_now(props)
+            stage = progress_line(state, elapsed(props))
             module.fail_json(msg="%s did not answer /health_generate within %d s of its start (last: %s; unit %s; "
                                  "stage: %s). Last lines:\n%s"
-                                 % (params["url"], params["timeout"], last, active, progress_line(state, elapsed(props)),
+                                 % (params["url"], params["timeout"], last, active, stage,
                                     journal("-n", "15", "-u", unit).strip()),
                              **result(props, False, state))
         if time.monotonic() - try_start >= params["poll"]:

@@ -22,7 +22,7 @@ def test_plan_playbook_prints_the_ct200_plan_without_connecting():
     assert result.returncode == 0, result.stdout + result.stderr
     assert ("ct200: target 200,000 -> --mem-fraction-static 0.926 -> pool 200,230 tokens, headroom 6.3 GiB, "
             "calibrated") in result.stdout
-    assert "forward check: --mem-fraction-static 0.926 gives 200230 tokens >= 200000: OK" in result.stdout
+    assert "measured boot: f 0.850 -> 101,134 tokens; the plan's formula: 101,135" in result.stdout
     assert "Unhandled error" not in result.stderr
 
 
