@@ -15,7 +15,7 @@ name: sglang_progress
 type: aggregate
 short_description: One line per try of a retried task that returns a C(progress) string
 description:
-  - Prints C(<host>: <progress>) for every retry of a task whose result has a C(progress) key.
+  - Prints the host and the C(progress) string, one line for every retry of a task whose result has one.
 requirements:
   - enable in ansible.cfg with C(callbacks_enabled = sglang_progress)
 """

@@ -11,12 +11,13 @@ description:
   - Polls C(/health_generate) (a real one-token generation) for up to O(poll) seconds. Meant to run as a
     retried task (C(until) with C(retries)/C(delay)); every try returns how far the boot has come, read
     from the journal of the unit's current invocation, so that a callback can print one line per try.
-  - The stages, from SGLang's own log lines (0.5.9 and 0.5.23 print them alike), in boot order -
+  - The stages, from SGLang's own log lines (0.5.9's; 0.5.23 names the graphs, C(Capture target decode cuda
+    graph begin), and says C(KV Cache is allocated. dtype - ...), which match too), in boot order -
     C(starting); C(loading weights) with shard k/n and percent from
     C(Loading safetensors checkpoint shards - NN% Completed | k/n) (C(weight_utils.py), tqdm with
     C(BAR_FORMAT) from C(utils/common.py)); C(loading the draft model) (a second C(Load weight begin) on a
     rank, the speculative draft's); C(allocating the KV cache) (after C(Load weight end), until
-    C(KV Cache is allocated. #tokens - N)); C(capturing CUDA graphs) (C(Capture cuda graph begin), with
+    C(KV Cache is allocated.) with its token count); C(capturing CUDA graphs) (C(Capture cuda graph begin), with
     C(Capturing batches ... k/n) when logged); C(warming up) (C(Capture cuda graph end) or the
     scheduler's C(max_total_num_tokens=) line, until the warm-up request is answered); C(ready).
     Rank prefixes such as C([2026-01-02 03:04:05 TP3]) and C((Worker_TP0 pid=1)) are ignored.
@@ -117,7 +118,10 @@ _RANK = re.compile(r"(?<![A-Za-z0-9])(TP\d+)(?![0-9])")
 _SHARDS = re.compile(r"Loading \w+ checkpoint shards:\s*(\d+)% Completed \| (\d+)/(\d+)")
 _GRAPH_BAR = re.compile(r"Capturing batches \([^)]*\):\s*(\d+)%\|[^|]*\|\s*(\d+)/(\d+)")
 _AVAIL = re.compile(r"avail[ _]mem=([0-9.]+) ?GB")
-_KV = re.compile(r"KV Cache is allocated\..*?#tokens: (\d+)")
+_KV = re.compile(r"KV [Cc]ache (?:is )?allocated\..*?#tokens: (\d+)")
+# 0.5.9: "Capture cuda graph begin."; 0.5.23: "Capture target decode cuda graph begin.", "... CUDA graph begin."
+_GRAPH_BEGIN = re.compile(r"Capture [\w ]*?(?:cuda|CUDA) graph begin")
+_GRAPH_END = re.compile(r"Capture [\w ]*?(?:cuda|CUDA) graph end")
 _STAGES = ("starting", "loading weights", "loading the draft model", "allocating the KV cache",
            "capturing CUDA graphs", "warming up", "ready")
 
@@ -156,11 +160,11 @@ def boot_progress(text):
         elif kv:
             state["kv_tokens"] = min(int(kv.group(1)), state["kv_tokens"] or int(kv.group(1)))
             state["stage"] = "allocating the KV cache"
-        elif "Capture cuda graph begin" in line or "Capture piecewise CUDA graph begin" in line:
+        elif _GRAPH_BEGIN.search(line):
             state["stage"], state["graphs"] = "capturing CUDA graphs", None
         elif graphs and state["stage"] == "capturing CUDA graphs":
             state["graphs"] = [int(graphs.group(2)), int(graphs.group(3))]
-        elif "Capture cuda graph end" in line or "max_total_num_tokens=" in line:
+        elif _GRAPH_END.search(line) or "max_total_num_tokens=" in line:
             if state["stage"] != "loading the draft model":
                 state["stage"] = "warming up"
         elif "fired up and ready to roll" in line:
