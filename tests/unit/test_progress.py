@@ -211,8 +211,8 @@ def test_the_callback_prints_one_line_per_try(tmp_path):
 def test_sglang_0_5_23_graph_lines(begin, end):
     # 0.5.23 names what it captures (model_runner_components/cuda_graph_setup.py) and logs the pool as
     # "KV Cache is allocated. dtype: ..., #tokens: N" (mem_cache/memory_pool.py).
-    head = ("[2026-11-20 10:03:31 TP0] KV Cache is allocated. dtype: torch.bfloat16, #tokens: 200229, KV size: 13.10 GB\n"
-            "[2026-11-20 10:03:32 TP0] " + begin + "\n")
+    head = ("[2026-11-20 10:03:31 TP0] KV Cache is allocated. dtype: torch.bfloat16, #tokens: 200229, "
+            "KV size: 13.10 GB\n[2026-11-20 10:03:32 TP0] " + begin + "\n")
     assert boot_progress(head)["stage"] == "capturing CUDA graphs"
     assert boot_progress(head)["kv_tokens"] == 200229
     assert boot_progress(head + "[2026-11-20 10:03:41 TP0] " + end + "\n")["stage"] == "warming up"
