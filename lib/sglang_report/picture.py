@@ -9,7 +9,7 @@ Every number on the picture comes from the planner (lib/sglang_kvplan): the line
 import io
 
 import sglang_kvplan
-from sglang_kvplan.memory import memory
+from sglang_kvplan.memory import forward, memory
 from sglang_kvplan.model import native_context
 from sglang_kvplan.plan import _fraction_ceiling
 from sglang_kvplan.spec import normalize_spec
@@ -23,8 +23,11 @@ def _frange(lo, hi, step):
 
 
 def _line(spec, fractions, cap):
-    """Pool tokens at each fraction; with a --max-total-tokens cap SGLang keeps min(profile, cap)."""
-    tokens = [sglang_kvplan.pool_tokens(spec, f) for f in fractions]
+    """Pool tokens at each fraction; with a --max-total-tokens cap SGLang keeps min(profile, cap).
+
+    forward() is what sglang_kvplan.pool_tokens(spec, f) runs, with the spec checked once, not per point."""
+    normalized = normalize_spec(spec)
+    tokens = [forward(normalized, f) for f in fractions]
     return [min(t, cap) for t in tokens] if cap else tokens
 
 
@@ -81,10 +84,11 @@ def tradeoff(spec, data):
     if data["native_context"]:
         # SGLang refuses a context past the model's window (without an override): stop the lines there.
         largest = max(min(largest, data["native_context"]), data["target"])
-    contexts, context = [], 4096
-    while context <= largest:
-        contexts.append(context)
-        context = int(context * 2 ** 0.25)
+    # 4k, 6k, 8k, 12k, ... (powers of two and the halfway points), the target, and the largest.
+    contexts, power = [], 4096
+    while power <= largest:
+        contexts += [c for c in (power, power * 3 // 2) if c <= largest]
+        power *= 2
     contexts = sorted(set(contexts + [data["target"], largest]))
     return {
         "contexts": contexts,

@@ -161,7 +161,7 @@ def render_html(report, png):
                      for c in proof.get("checks") or [])
     previous = report.get("previous")
     if previous:
-        diff = ("<p>Previous report: %s</p><table>%s</table>" % (
+        diff = ("<p>Previous report: %s</p><table id=\"previous\">%s</table>" % (
             html.escape(str(previous["generated_at"])),
             "".join("<tr><th>%s</th><td>%s</td></tr>" % (k, html.escape(v)) for k, v in (
                 ("pool (tokens)", _change(previous["pool_tokens"])),
