@@ -10,7 +10,7 @@ import io
 
 import sglang_kvplan
 from sglang_kvplan.memory import forward, memory
-from sglang_kvplan.model import native_context
+from sglang_kvplan.model import describe_cell, native_context
 from sglang_kvplan.plan import _fraction_ceiling
 from sglang_kvplan.spec import normalize_spec
 
@@ -52,6 +52,7 @@ def curves(spec, plan, measured=(), step=0.0025):
         "pool_uncapped": _line(spec, fractions, None) if cap else None,
         "cap": cap,
         "dtype": normalized["kv_cache_dtype"],
+        "cell": describe_cell(normalized).split(",")[0],          # e.g. "bf16 MLA latent KV"
         "fp8_pool": None,
         "target": plan["context_length"],
         "required": plan.get("required_pool_tokens", plan["context_length"]),
@@ -114,8 +115,8 @@ def draw(data, title):
 
     fig = Figure(figsize=(13, 5.2), dpi=100, layout="constrained")
     left, right = fig.subplots(1, 2, width_ratios=[3, 2])
-    dtype = data["dtype"] if data["dtype"] != "auto" else "checkpoint's dtype"
-    left.plot(data["fractions"], data["pool"], color="tab:blue", lw=2, label="pool, %s KV (SGLang's formula)" % dtype,
+    dtype = data["cell"]
+    left.plot(data["fractions"], data["pool"], color="tab:blue", lw=2, label="pool, %s (SGLang's formula)" % dtype,
               gid="pool")
     if data["pool_uncapped"]:
         left.plot(data["fractions"], data["pool_uncapped"], color="tab:blue", lw=1, ls=":", gid="pool_uncapped",
@@ -162,7 +163,7 @@ def draw(data, title):
 
     trade = data["tradeoff"]
     right.step(trade["contexts"], [max(r, 0.5) for r in trade["requests_at_ceiling"]], where="post", color="tab:blue",
-               gid="requests", label="%s KV, pool %s (f %.3f)" % (dtype, _thousands(trade["pool_at_ceiling"]),
+               gid="requests", label="%s, pool %s (f %.3f)" % (dtype, _thousands(trade["pool_at_ceiling"]),
                                                                   data["ceiling"]))
     if trade["fp8_requests_at_ceiling"]:
         right.step(trade["contexts"], [max(r, 0.5) for r in trade["fp8_requests_at_ceiling"]], where="post",
