@@ -42,9 +42,10 @@ options:
     type: int
     default: 1800
   poll:
-    description: Seconds one try polls before it returns the boot's stage (C(ready=false)).
+    description:
+      - Seconds one try polls before it returns the boot's stage with C(ready=false), for a retried task.
+      - Unset, one call waits until SGLang answers, dies or runs past O(timeout) (no progress lines).
     type: int
-    default: 8
   api_key:
     description:
       - The server's C(--api-key), sent as a bearer token. SGLang 0.4-0.5 lets /health* through without it;
@@ -193,7 +194,7 @@ def main():
         "url": {"type": "str", "default": "http://127.0.0.1:30000"},
         "unit": {"type": "str", "default": "sglang"},
         "timeout": {"type": "int", "default": 1800},
-        "poll": {"type": "int", "default": 8},
+        "poll": {"type": "int"},
         "api_key": {"type": "str", "no_log": True},
     }, supports_check_mode=True)
     params = module.params
@@ -258,7 +259,7 @@ def main():
                                  % (params["url"], params["timeout"], last, active, stage,
                                     journal("-n", "15", "-u", unit).strip()),
                              **result(props, False, state))
-        if time.monotonic() - try_start >= params["poll"]:
+        if params["poll"] is not None and time.monotonic() - try_start >= params["poll"]:
             module.exit_json(**result(props, False, state_now(props)))
         time.sleep(2)
 

@@ -99,10 +99,14 @@ def fake_systemd(tmp_path):
     return setup
 
 
-def _health_server(status):
+def _health_server(status, not_before=0):
+    """Answers `status`, or 503 to the first `not_before` requests."""
+    calls = []
+
     class Handler(BaseHTTPRequestHandler):
         def do_GET(self):
-            self.send_response(status)
+            calls.append(self.path)
+            self.send_response(status if len(calls) > not_before else 503)
             self.end_headers()
             self.wfile.write(b"ok")
 
@@ -169,6 +173,17 @@ def test_an_answer_is_ready(fake_systemd, tmp_path):
         httpd.shutdown()
     assert result["ready"] is True and result["stage"] == "ready"
     assert result["kv_tokens"] == 200229
+
+
+def test_without_poll_one_call_waits_until_ready(fake_systemd, tmp_path):
+    # restore.yml calls the module once, without `poll`: it must block until SGLang answers, as before.
+    httpd = _health_server(200, not_before=2)
+    try:
+        bindir = fake_systemd(BOOTING, fixture("composed_ct200_draft_boot.log"))
+        result = run_module(bindir, tmp_path, url="http://127.0.0.1:%d" % httpd.server_port, timeout=10 ** 9)
+    finally:
+        httpd.shutdown()
+    assert result["ready"] is True and not result.get("failed")
 
 
 # --- the callback, through ansible-playbook with the repository's ansible.cfg ---
