@@ -3,8 +3,10 @@
 ansible-core 2.19 prints a failed templating task three times: the "[ERROR]: Task failed: ..." line, each
 "<<< caused by >>>" link of its chain (the innermost one is the planner's sentence again) and the
 "fatal: [...] => {msg}" line, which already holds the whole sentence. A planner refusal ran to 48 lines.
-This callback leaves out the first two when the fatal line's msg already holds the innermost message;
-every other error, warning and result is printed exactly as the default callback prints it.
+This callback leaves out the first two when the fatal line's msg already holds the innermost message.
+It also leaves out "FAILED - RETRYING" for a try that reports progress (the boot wait): sglang_progress,
+enabled beside it in ansible.cfg, prints that try as one line instead. Every other error, warning and
+result is printed exactly as the default callback prints it.
 """
 
 from __future__ import annotations
@@ -17,7 +19,8 @@ type: stdout
 short_description: The default output, with an error already held by its fatal line printed once
 description:
   - The default callback, except that the C([ERROR]) block with its cause chain is left out when the
-    failed result's C(msg) already contains the innermost cause's message.
+    failed result's C(msg) already contains the innermost cause's message, and that a retry whose result
+    carries C(progress) is left to the sglang_progress callback.
 extends_documentation_fragment:
   - default_callback
   - result_format_callback
@@ -46,3 +49,8 @@ class CallbackModule(DefaultCallback):
             result.pop("exception", None)
             return
         super()._handle_exception(result, use_stderr=use_stderr)
+
+    def v2_runner_retry(self, result):
+        if isinstance(result._result, dict) and result._result.get("progress"):
+            return  # sglang_progress prints this try as "<host>: <progress>"
+        super().v2_runner_retry(result)
