@@ -192,7 +192,7 @@ def render_html(report, png):
             ("P logged (GiB)", boot.get("pre_load_avail_gib")), ("A logged (GiB)", boot.get("post_load_avail_gib")),
             ("pool allocated (tokens)", boot.get("pool_tokens")), ("context", boot.get("context_len")),
             ("max running requests", boot.get("max_running_requests")), ("ranks", boot.get("ranks")),
-            ("seconds to ready (last wait)", report.get("boot_wait_s")),
+            ("boot time (s, unit start to ready)", report.get("boot_wait_s")),
             ("starts this run", report["restarts"]["starts"]),
             ("corrective restarts", report["restarts"]["corrective"])]),
         "<h2>Calibration</h2><table id=\"calibration\">%s</table>" % (_rows(sorted(report["calibration"].items()))
