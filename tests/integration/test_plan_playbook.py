@@ -25,6 +25,7 @@ def test_plan_playbook_prints_the_ct200_plan_without_connecting():
             "--mem-fraction-static 0.958), headroom 5.3 GiB, calibrated") in result.stdout
     for flag in ("--trust-remote-code", "--speculative-algorithm DFLASH", "--speculative-num-draft-tokens 16"):
         assert flag in result.stdout
+    assert "measured boot: f 0.850 -> 101,134 tokens; the plan's formula: 101,135" in result.stdout
     assert "Unhandled error" not in result.stderr
 
 
