@@ -36,14 +36,18 @@ def measured_boots(facts):
     for boot in facts.get("sglang_measured_boots") or []:
         if _number(boot.get("mem_fraction_static")) and _number(boot.get("pool_tokens")):
             boots.append({"mem_fraction_static": float(boot["mem_fraction_static"]),
-                          "pool_tokens": int(boot["pool_tokens"]), "source": boot.get("source", "inventory")})
+                          "pool_tokens": int(boot["pool_tokens"]), "source": boot.get("source", "inventory"),
+                          "setup": boot.get("setup") or {}})
+    # A pool pinned by --max-total-tokens is the pin, not a point of the profile line: not drawn as one.
     stored = facts.get("_sglang_calibration_stored") or {}
-    if _number(stored.get("mem_fraction_static")) and _number(stored.get("pool_tokens")):
+    if _number(stored.get("mem_fraction_static")) and _number(stored.get("pool_tokens")) and not stored.get("pinned"):
         boots.append({"mem_fraction_static": float(stored["mem_fraction_static"]),
                       "pool_tokens": int(stored["pool_tokens"]),
                       "source": "calibration boot %s" % stored.get("measured_at", "")})
     plan, boot = facts.get("sglang_kv_plan_result") or {}, facts.get("sglang_boot") or {}
-    if _number(plan.get("mem_fraction_static")) and _number(boot.get("pool_tokens")):
+    pinned = _number(plan.get("max_total_tokens")) and _number(boot.get("pool_tokens")) and \
+        int(boot["pool_tokens"]) >= int(plan["max_total_tokens"])
+    if _number(plan.get("mem_fraction_static")) and _number(boot.get("pool_tokens")) and not pinned:
         boots.append({"mem_fraction_static": float(plan["mem_fraction_static"]),
                       "pool_tokens": int(boot["pool_tokens"]), "source": "this run's boot"})
     unique = {}
