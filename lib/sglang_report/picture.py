@@ -7,11 +7,12 @@ Every number on the picture comes from the planner (lib/sglang_kvplan): the line
 """
 
 import io
+import textwrap
 
 import sglang_kvplan
 from sglang_kvplan.memory import forward, memory
 from sglang_kvplan.model import describe_cell, native_context
-from sglang_kvplan.plan import _fraction_ceiling
+from sglang_kvplan.plan import _Budget, _fraction_ceiling, _pinned_fraction
 from sglang_kvplan.spec import normalize_spec
 
 FP8 = "fp8_e4m3"
@@ -38,14 +39,18 @@ def curves(spec, plan, measured=(), step=0.0025):
     # P and A as the planner takes them (the plan's copies are rounded to 3 decimals).
     pre, post, calibrated, _ = memory(normalized)
     headroom_min = normalized["min_headroom_gib"]
-    ceiling = _fraction_ceiling(pre, headroom_min)
+    cap = plan.get("max_total_tokens") or None
+    # Unpinned, the fraction is the capacity and the headroom is (1 - f) x P: the ceiling is where that
+    # reaches the minimum. Pinned, the fraction is only a ceiling (the planner's, from the whole GPU) and
+    # the headroom is what the pool leaves of A: its limit is a number of tokens, not a fraction.
+    ceiling = _pinned_fraction(normalized, pre, headroom_min) if cap else _fraction_ceiling(pre, headroom_min)
+    most_tokens = _Budget(normalized, post).most_tokens(headroom_min) if cap else None
     chosen = plan["mem_fraction_static"]
     zero = 1 - post / pre                   # where the pool reaches 0: A = (1 - f) * P
     lo = max(0.05, round(min(zero, chosen, *[m["mem_fraction_static"] for m in measured] or [chosen]) - 0.02, 2))
     fractions = _frange(lo, 0.99, step)
     if chosen not in fractions:
         fractions = sorted(fractions + [chosen])
-    cap = plan.get("max_total_tokens") or None
     data = {
         "fractions": fractions,
         "pool": _line(spec, fractions, cap),
@@ -59,6 +64,7 @@ def curves(spec, plan, measured=(), step=0.0025):
         "chosen": {"mem_fraction_static": chosen, "pool_tokens": plan["predicted_pool_tokens"],
                    "headroom_gib": plan["headroom_gib"]},
         "ceiling": ceiling,
+        "most_tokens": most_tokens,
         "min_headroom_gib": headroom_min,
         "pre_load_avail_gib": pre,
         "post_load_avail_gib": post,
@@ -67,6 +73,10 @@ def curves(spec, plan, measured=(), step=0.0025):
         "measured": [dict(m, predicted=sglang_kvplan.pool_tokens(dict(spec, **(m.get("setup") or {})),
                                                                   m["mem_fraction_static"])) for m in measured],
         "native_context": native_context(normalized["model_config"]) or None,
+        # The line each other setup the boots ran under would draw (e.g. an older release's rules).
+        "measured_lines": {
+            ", ".join("%s %s" % kv for kv in sorted(setup.items())): _line(dict(spec, **setup), fractions, None)
+            for setup in [m["setup"] for m in measured if m.get("setup")]},
     }
     if not normalized["kv_cache_dtype"].startswith("fp8"):
         data["fp8_pool"] = _line(dict(spec, kv_cache_dtype=FP8), fractions, cap)
@@ -81,8 +91,15 @@ def tradeoff(spec, data):
     fp8_pool = (sglang_kvplan.pool_tokens(dict(spec, kv_cache_dtype=FP8), data["ceiling"])
                 if data["fp8_pool"] is not None else None)
     if data["cap"]:
-        ceiling_pool = min(ceiling_pool, data["cap"])
-        fp8_pool = min(fp8_pool, data["cap"]) if fp8_pool is not None else None
+        # Pinned: the most the headroom allows is a pin at most_tokens (pool_policy max), where the profile
+        # at the ceiling reaches it.
+        normalized = normalize_spec(spec)
+        post = data["post_load_avail_gib"]
+        ceiling_pool = min(ceiling_pool, data["most_tokens"])
+        if fp8_pool is not None:
+            fp8_most = _Budget(normalize_spec(dict(spec, kv_cache_dtype=FP8)), post).most_tokens(
+                normalized["min_headroom_gib"])
+            fp8_pool = min(fp8_pool, fp8_most)
     largest = max(ceiling_pool, fp8_pool or 0, data["target"])
     if data["native_context"]:
         # SGLang refuses a context past the model's window (without an override): stop the lines there.
@@ -132,14 +149,23 @@ def draw(data, title):
                  label="target %s tokens" % _thousands(data["target"]))
     if data["required"] != data["target"]:
         left.axhline(data["required"], color="tab:red", lw=1, ls=":", gid="required",
-                     label="planned with margin %s" % _thousands(data["required"]))
-    left.axvspan(data["ceiling"], 0.99, color="0.85", gid="headroom",
-                 label="under %.1f GiB headroom (f > %.3f)" % (data["min_headroom_gib"], data["ceiling"]))
+                     label=("planned: target + draft tokens %s" if data["cap"] else "planned with margin %s")
+                     % _thousands(data["required"]))
+    if data["cap"]:
+        left.axhspan(data["most_tokens"], 10 ** 9, color="0.85", gid="headroom",
+                     label="pools leaving under %.1f GiB of A (> %s)" % (data["min_headroom_gib"],
+                                                                        _thousands(data["most_tokens"])))
+    else:
+        left.axvspan(data["ceiling"], 0.99, color="0.85", gid="headroom",
+                     label="under %.1f GiB headroom (f > %.3f)" % (data["min_headroom_gib"], data["ceiling"]))
+    for name, line in data["measured_lines"].items():
+        left.plot(data["fractions"], line, color="tab:orange", lw=1, ls=":", gid="measured_line",
+                  label="the measured boots' setup (%s)" % name)
     chosen = data["chosen"]
     left.plot([chosen["mem_fraction_static"]], [chosen["pool_tokens"]], "o", ms=10, color="black", gid="chosen",
               label="plan: f %.3f -> %s tokens, %.1f GiB headroom"
                     % (chosen["mem_fraction_static"], _thousands(chosen["pool_tokens"]), chosen["headroom_gib"]))
-    if chosen["mem_fraction_static"] < data["ceiling"]:
+    if chosen["mem_fraction_static"] < data["ceiling"] and not data["cap"]:
         left.annotate("", xy=(data["ceiling"], chosen["pool_tokens"]), xytext=(chosen["mem_fraction_static"],
                       chosen["pool_tokens"]), arrowprops={"arrowstyle": "<->", "color": "0.3"})
         left.annotate("headroom %.1f GiB\n(min %.1f)" % (chosen["headroom_gib"], data["min_headroom_gib"]),
@@ -153,7 +179,7 @@ def draw(data, title):
                           textcoords="offset points", xytext=(-8, 8), ha="right", fontsize=8, color="tab:orange")
     left.set_xlim(data["fractions"][0], 0.99)
     top = max(max(data["pool"]), max(data["fp8_pool"] or [0]))
-    left.set_ylim(0, max(top, data["target"]) * 1.08)
+    left.set_ylim(0, max(top, data["target"], data["most_tokens"] or 0) * 1.08)
     left.yaxis.set_major_formatter(FuncFormatter(_thousands))
     left.set_xlabel("--mem-fraction-static")
     left.set_ylabel("KV pool (max_total_num_tokens)")
@@ -186,7 +212,7 @@ def draw(data, title):
     right.set_title("context vs concurrency, most memory the headroom allows", fontsize=10)
     right.grid(alpha=0.3, which="both")
     right.legend(loc="upper right", fontsize=8)
-    fig.suptitle(title, fontsize=12)
+    fig.suptitle(textwrap.fill(title, 150), fontsize=11)
     buffer = io.BytesIO()
     fig.savefig(buffer, format="png")
     return buffer.getvalue(), fig
