@@ -14,7 +14,6 @@ import math
 from .releases import ELEM_BYTES, MODEL_FREE_ALGORITHMS, OWN_GEOMETRY_ALGORITHMS, RULES, rules_for
 from .spec import KVPlanError
 
-_ELEM_BYTES = ELEM_BYTES
 _TORCH_DTYPE_BYTES = {"bfloat16": 2, "float16": 2, "half": 2, "float32": 4, "float": 4}
 
 
@@ -100,7 +99,7 @@ def is_mla(config):
 def kv_elem_bytes(config, kv_cache_dtype):
     """Bytes per KV element. 'auto' follows the checkpoint: FP8 if its quant config says so."""
     if kv_cache_dtype != "auto":
-        return _ELEM_BYTES[kv_cache_dtype]
+        return ELEM_BYTES[kv_cache_dtype]
     cfg = text_config(config)
     for source in (cfg, config):
         quant = source.get("quantization_config") or {}
@@ -196,9 +195,9 @@ def check_speculative(spec):
         return
     algorithm = spec_cfg["algorithm"]
     known = set().union(*(r["speculative_algorithms"] for r in RULES.values()))
-    if spec["pool_rules"] is not None and algorithm in known:
-        pass  # a fork (pool_rules named outright) may carry an algorithm its base release lacks
-    elif algorithm not in rules["speculative_algorithms"]:
+    # A fork (pool_rules named outright) may carry an algorithm its base release lacks, if any release has it.
+    allowed = known if spec["pool_rules"] is not None else rules["speculative_algorithms"]
+    if algorithm not in allowed:
         raise KVPlanError("sglang_speculative.algorithm: %s is not a --speculative-algorithm of SGLang %s "
                           "(its choices: %s). Use one of those, or a release that has it%s."
                           % (algorithm, name, ", ".join(rules["speculative_algorithms"]),

@@ -22,6 +22,7 @@ from .model import (
     cell_bytes,
     describe_cell,
     draft_cell_bytes,
+    is_mla,
     native_context,
     separate_draft_cell_bytes,
     target_cell_bytes,
@@ -64,11 +65,24 @@ def _round_up(tokens, page):
 def _draft_extra_tokens(spec):
     """Slots a full-length request needs beyond its context while verifying drafts: SGLang widens the
     request table by --speculative-num-draft-tokens (0.5.9 model_runner_kv_cache_mixin.py,
-    extra_max_context_len); the pool gets the same slack so one request at full length still fits."""
+    extra_max_context_len); the pool gets the same slack so one request at full length still fits.
+    Unset for DFLASH, 0.5.23 takes the drafter's block size (speculative_hook.py _handle_dflash)."""
     spec_cfg = spec["speculative"]
     if not spec_cfg:
         return 0
-    return spec_cfg["num_draft_tokens"] or 0
+    if spec_cfg["num_draft_tokens"]:
+        return spec_cfg["num_draft_tokens"]
+    draft = spec_cfg["draft_model_config"] or {}
+    if spec_cfg["algorithm"] in ("DFLASH", "DSPARK"):
+        block = (draft.get("dflash_config") or {}).get("block_size") or draft.get("block_size")
+        return block if isinstance(block, int) and block > 0 else 0
+    return 0
+
+
+# On SM100 (B200) SGLang serves DeepSeek-V3-style MLA with trtllm_mla, which forces page size 64 (0.5.9
+# server_args.py, 0.5.23 arg_groups/model_overrides/deepseek_v2.py): a pin that is not a multiple of 64 would
+# be floored below the target there. MLA pins are rounded up to 64 so they hold on every GPU.
+MLA_PIN_GRANULE = 64
 
 
 def _default_running_requests(spec, pool, target):
@@ -116,7 +130,10 @@ def _infeasible(spec, budget, pre, required, calibrated, native_note):
     # The most that fits: within the headroom, and within what the profile reaches at the highest fraction.
     ceiling = _pinned_fraction(spec, pre, headroom)
     profiled = pool_tokens(pre, budget.profile_post, ceiling, budget.cell, spec["page_size"]) if ceiling > 0 else 0
-    largest = min(budget.most_tokens(headroom), profiled) - _draft_extra_tokens(spec)
+    limit = min(budget.most_tokens(headroom), profiled)
+    if spec["pool_policy"] != "fraction" and is_mla(spec["model_config"]):
+        limit = limit // MLA_PIN_GRANULE * MLA_PIN_GRANULE  # the pin is rounded up to the granule
+    largest = limit - _draft_extra_tokens(spec)
     fixes = []
     if spec["kv_cache_dtype"] not in ("fp8_e4m3", "fp8_e5m2"):
         fp8 = _Budget(dict(spec, kv_cache_dtype="fp8_e4m3"), budget.post)
@@ -180,6 +197,8 @@ def plan(raw_spec):
     page = spec["page_size"]
     native_note = _beyond_native_window(spec)
     needed = _round_up(target + _draft_extra_tokens(spec), page)
+    if spec["pool_policy"] != "fraction" and is_mla(spec["model_config"]):
+        needed = _round_up(needed, MLA_PIN_GRANULE * page // math.gcd(MLA_PIN_GRANULE, page))
     headroom_min = spec["min_headroom_gib"]
 
     cap = None

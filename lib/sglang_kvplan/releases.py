@@ -18,8 +18,9 @@ contract test checks every flag the repository renders against them.
   and drops fp4_e2m1. Neither has fp16.
 - torch pinned: 0.5.9 2.9.1 (CUDA 12.9 build), 0.5.23 2.14.1 (CUDA 13 build, driver branch 580+).
 
-Draft weights load after the target's pool in both releases (the second 'Load weight begin/end' pair
-in the log), so they always come out of the headroom.
+A draft's weights (the second 'Load weight begin/end' pair in the log) load after the target's pool in 0.5.9,
+out of the headroom; 0.5.23 loads the draft before it profiles (managers/scheduler.py init_model_worker:
+maybe_init_draft_worker before init_memory_pools), so they come out of what the profile starts from.
 """
 
 import re

@@ -21,7 +21,7 @@ def test_plan_playbook_prints_the_ct200_plan_without_connecting():
     result = run("playbooks/plan.yml", "-l", "ct200", "-e", "ansible_host=192.0.2.1")
     assert result.returncode == 0, result.stdout + result.stderr
     # DFlash on 0.5.23: the pool pinned to the target plus the 16 draft tokens, the fraction a ceiling
-    assert ("ct200: target 200,000 -> pool 200,016 tokens (pinned by --max-total-tokens 200,016, "
+    assert ("ct200: target 200,000 -> pool 200,064 tokens (pinned by --max-total-tokens 200,064, "
             "--mem-fraction-static 0.958), headroom 5.3 GiB, calibrated") in result.stdout
     for flag in ("--trust-remote-code", "--speculative-algorithm DFLASH", "--speculative-num-draft-tokens 16"):
         assert flag in result.stdout
@@ -45,7 +45,7 @@ def test_uncalibrated_host_gets_an_estimate_with_assumptions():
 def test_target_that_cannot_fit_fails_with_numbers():
     result = run("playbooks/plan.yml", "-e", "sglang_context_target=400000")
     assert result.returncode != 0
-    assert "27.13 GiB of KV cache per GPU (400,016 tokens x 72,832 B/token" in result.stdout
+    assert "27.14 GiB of KV cache per GPU (400,064 tokens x 72,832 B/token" in result.stdout
     assert "fp8_e4m3" in result.stdout
 
 

