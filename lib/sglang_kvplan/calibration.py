@@ -7,7 +7,7 @@ pool, enough to plan a hair short. The pool it logged at a known fraction pins A
 --max-total-tokens says nothing about the profile, so then the logged A is kept as it is.
 """
 
-from .memory import GIB, draft_loads_before_profile, pool_tokens
+from .memory import GIB, draft_loads_before_profile, mm_reserve_gib, pool_tokens
 from .model import cell_bytes
 from .spec import KVPlanError, normalize_spec
 
@@ -33,8 +33,9 @@ def calibrate(raw_spec, boot):
     pinned = cap not in (None, "") and pool >= int(cap)
     cell = cell_bytes(spec)
     # A refined from the pool is what the profile started from; a draft loaded before it (0.5.23) took its
-    # weights from there, so they are added back to give the target's A.
+    # weights from there, and 0.5.23 kept a multimodal reserve out: both are added back to give the target's A.
     before = float(boot.get("draft_weights_gib") or 0.0) if draft_loads_before_profile(spec) else 0.0
+    before += mm_reserve_gib(spec)  # and 0.5.23's reserve for a multimodal checkpoint
     post = (pool + 0.5) * cell / GIB + pre * (1 - fraction) + before
     if pinned:
         post = logged_post

@@ -68,9 +68,27 @@ def draft_loads_before_profile(spec):
     return rules["speculative_pool"] == "in_cell"
 
 
+# 0.5.23 keeps SGLANG_VLM_CACHE_SIZE_MB (100 MiB) out of a multimodal checkpoint's KV budget
+# (mem_cache/kv_cache_configurator.py mm_runtime_reservation_gb); the multimodal architectures are listed
+# in configs/model_config.py. Those of the presets, and the common vision-language ones:
+MULTIMODAL_ARCHS = ("KimiK25ForConditionalGeneration", "Qwen2VLForConditionalGeneration",
+                    "Qwen2_5_VLForConditionalGeneration", "Qwen3VLForConditionalGeneration",
+                    "Llama4ForConditionalGeneration", "Gemma3ForConditionalGeneration")
+MM_RESERVE_GIB = 100 / 1024
+
+
+def mm_reserve_gib(spec):
+    """GiB the release keeps out of the profile for a multimodal checkpoint's embedding cache."""
+    _, rules = rules_for(spec["version"], spec["pool_rules"])
+    multimodal = set(spec["model_config"].get("architectures") or ()) & set(MULTIMODAL_ARCHS)
+    return MM_RESERVE_GIB if rules["speculative_pool"] == "in_cell" and multimodal else 0.0
+
+
 def profile_post(spec, post):
-    """The free memory SGLang profiles from: A (after the target's weights) less a draft loaded before it."""
-    return post - draft_weights(spec)[0] if draft_loads_before_profile(spec) else post
+    """The free memory SGLang profiles from: A (after the target's weights) less a draft loaded before it
+    (0.5.23) and less what 0.5.23 keeps for a multimodal checkpoint."""
+    early = draft_weights(spec)[0] if draft_loads_before_profile(spec) else 0.0
+    return post - early - mm_reserve_gib(spec)
 
 
 def pool_tokens(pre_gib, post_gib, fraction, cell, page_size=1):

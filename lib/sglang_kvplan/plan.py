@@ -17,7 +17,7 @@ P and A are estimates).
 
 import math
 
-from .memory import GIB, draft_weights, memory, pool_tokens, profile_post
+from .memory import GIB, draft_weights, memory, mm_reserve_gib, pool_tokens, profile_post
 from .model import (
     cell_bytes,
     describe_cell,
@@ -112,14 +112,15 @@ class _Budget:
         self.cell = cell_bytes(spec)
         self.side_cell = separate_draft_cell_bytes(spec)
         self.draft_weights, self.draft_note = draft_weights(spec)
+        self.mm_reserve = mm_reserve_gib(spec)  # 0.5.23's multimodal embedding cache, allocated after the pool
 
     def headroom(self, pool):
         """GiB left outside everything SGLang allocates for `pool` tokens (graphs, activations, NCCL)."""
-        return self.post - pool * (self.cell + self.side_cell) / GIB - self.draft_weights
+        return self.post - pool * (self.cell + self.side_cell) / GIB - self.draft_weights - self.mm_reserve
 
     def most_tokens(self, headroom):
         """The largest pool that leaves `headroom` GiB."""
-        spare = self.post - self.draft_weights - headroom
+        spare = self.post - self.draft_weights - self.mm_reserve - headroom
         page = self.spec["page_size"]
         return max(int(spare * GIB // (self.cell + self.side_cell)) // page * page, 0)
 

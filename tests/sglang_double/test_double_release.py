@@ -23,6 +23,7 @@ sys.path.insert(0, os.path.join(REPO, "library"))
 import sglang_boot_facts  # noqa: E402
 
 # The public Kimi-K2.6-DFlash drafter's shape (Qwen3 architecture, 5 layers, 8 KV heads of 128).
+MM_RESERVE = 100 / 1024  # GiB: SGLANG_VLM_CACHE_SIZE_MB, kept out of a multimodal checkpoint's KV budget (0.5.23)
 DFLASH_DRAFT = {"architectures": ["DFlashDraftModel"], "model_type": "qwen3", "num_hidden_layers": 5,
                 "num_attention_heads": 32, "num_key_value_heads": 8, "head_dim": 128, "hidden_size": 4096,
                 "torch_dtype": "bfloat16"}
@@ -112,7 +113,8 @@ def test_dflash_draft_loads_second_and_sits_in_each_tokens_cell(tmp_path, capsys
     state, out, _ = _boot(argv, gpu, capsys)
     # target cell (512 + 64) x 61 x 2 = 70,272; draft cell max(1, 8 // 8) x (128 + 128) x 5 x 2 = 2,560
     # (dflash_utils.dflash_draft_cell_size_per_token); the profile sees A minus the draft's weights.
-    a_after_draft = 85.334 - 65.915 - 1.2
+    # Kimi K2.6 is multimodal: 0.5.23 also keeps 100 MiB out (kv_cache_configurator.py mm_runtime_reservation_gb)
+    a_after_draft = 85.334 - 65.915 - 1.2 - MM_RESERVE
     assert state["max_total_num_tokens"] == int((a_after_draft - 85.334 * 0.07) * (1 << 30)) // (70_272 + 2_560)
     facts = sglang_boot_facts.parse_boot_log(out)
     assert facts["pre_load_avail_gib"] == 85.33 and facts["post_load_avail_gib"] == 19.42  # the target's
@@ -129,7 +131,8 @@ def test_eagle_draft_layers_scale_the_cell_in_0_5_23(tmp_path, capsys):
             "--speculative-draft-model-path", _draft(tmp_path, EAGLE_DRAFT)]
     state, _, _ = _boot(argv, _gpu(draft_weights_gib_per_gpu=1.0), capsys)
     cell = 70_272 + int(70_272 * 1 / 61)  # pool_configurator.py: cell += int(cell * draft_layers / layers)
-    assert state["max_total_num_tokens"] == int((85.334 - 65.915 - 1.0 - 85.334 * 0.07) * (1 << 30)) // cell
+    profile = 85.334 - 65.915 - 1.0 - MM_RESERVE - 85.334 * 0.07
+    assert state["max_total_num_tokens"] == int(profile * (1 << 30)) // cell
 
 
 def test_0_5_9_sizes_the_target_alone_and_loads_the_draft_after_its_graphs(tmp_path, capsys):
@@ -175,7 +178,8 @@ def test_a_cap_above_the_profile_warns_and_keeps_the_profile(tmp_path, capsys, v
     argv = ["--model-path", model_dir(str(tmp_path)), "--tp-size", "8", "--trust-remote-code",
             "--mem-fraction-static", "0.85", "--max-total-tokens", "200000"]
     state, out, _ = _boot(argv, _gpu(version=version), capsys)
-    profiled = int((19.419 - 85.334 * 0.15) * (1 << 30)) // 70_272
+    reserve = MM_RESERVE if version == "0.5.23" else 0.0  # 0.5.9 keeps no multimodal reserve
+    profiled = int((19.419 - reserve - 85.334 * 0.15) * (1 << 30)) // 70_272
     assert state["max_total_num_tokens"] == profiled
     assert ("max_total_tokens=200000 is larger than the profiled value %d. Use the profiled value instead." % profiled
             in out)

@@ -3,7 +3,7 @@
 import pytest
 import sglang_kvplan as kv
 
-KIMI = {"model": "kimi-k2.6", "tp_size": 8, "context_target": 200_000}
+KIMI = {"model": "kimi-k2.6", "tp_size": 8, "context_target": 200_000, "pool_rules": "0.5.9"}  # the seed's build
 TRUE_P, TRUE_A = 85.334, 19.419  # ct200
 
 
@@ -51,3 +51,15 @@ def test_a_pinned_pool_keeps_the_logged_a_and_says_so():
 def test_missing_boot_fields_are_named():
     with pytest.raises(kv.KVPlanError, match="pool_tokens"):
         kv.calibrate(KIMI, {"pre_load_avail_gib": 85.33})
+
+
+def test_0_5_23_keeps_a_multimodal_reserve_out_of_the_profile_and_calibration_adds_it_back():
+    # kv_cache_configurator.py mm_runtime_reservation_gb: 100 MiB for KimiK25ForConditionalGeneration
+    spec = dict(KIMI, pool_rules=None, version="0.5.23")
+    truth = dict(spec, pre_load_avail_gib=TRUE_P, post_load_avail_gib=TRUE_A)
+    reserve_tokens = int(100 / 1024 * 2**30 // 70_272)
+    unreserved = kv.pool_tokens(dict(truth, pool_rules="0.5.9"), 0.92)
+    assert abs(unreserved - kv.pool_tokens(truth, 0.92) - reserve_tokens) <= 1
+    boot = {"pre_load_avail_gib": 85.33, "post_load_avail_gib": 19.42, "mem_fraction_static": 0.92,
+            "pool_tokens": kv.pool_tokens(truth, 0.92)}
+    assert abs(kv.calibrate(spec, boot)["post_load_avail_gib"] - TRUE_A) < 0.006

@@ -27,8 +27,8 @@ def test_dflash_0_5_23_puts_the_drafts_own_cell_inside_each_token():
     assert plan["max_total_tokens"] == 200_064  # the target plus --speculative-num-draft-tokens
     assert plan["predicted_pool_tokens"] == 200_064
     assert plan["draft_weights_gib"] == pytest.approx(4.4 / 8)
-    # A less the pool (with the draft's cell) less the draft's weights
-    assert plan["headroom_gib"] == pytest.approx(19.419 - 200_064 * 72_832 / 2**30 - 0.55, abs=0.001)
+    # A less the pool (with the draft's cell), the draft's weights and 0.5.23's 100 MiB multimodal reserve
+    assert plan["headroom_gib"] == pytest.approx(19.419 - 200_064 * 72_832 / 2**30 - 0.55 - 100 / 1024, abs=0.001)
     for flag in ("--speculative-algorithm", "DFLASH", "--speculative-draft-model-path",
                  "/srv/models/kimi-k2.6-dflash", "--speculative-num-draft-tokens", "--trust-remote-code"):
         assert flag in plan["args"]

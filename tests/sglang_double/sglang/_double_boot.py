@@ -161,11 +161,14 @@ class Boot:
         return ", ".join(parts)
 
     # -- the pool --------------------------------------------------------------------------------------------
-    def size_pool(self, pre, fraction, cell):
+    def size_pool(self, pre, fraction, cell, mm_reserve=0.0):
         """Tokens as the release sizes them; the cap and page rounding (0.5.9 init_memory_pool, 0.5.23
         KVCacheConfigurator._apply_token_constraints + calculate_pool_sizes[_from_max_tokens])."""
         args, page = self.args, self.args.page_size or 1
-        avail = min(self.avail)  # SGLang all-reduces MIN over ranks
+        avail = min(self.avail) - mm_reserve  # SGLang all-reduces MIN over ranks
+        if mm_reserve:
+            log("Reserving %.2f GB of the KV budget for post-sizing multimodal allocations (feature-transport "
+                "pools + embedding cache)." % mm_reserve, 0)
         tokens, rest = sim.profile_max_num_token(pre, avail, fraction, cell)
         if self.gpu["fault"] == "not_enough_memory":
             tokens, rest = 0, -abs(rest)

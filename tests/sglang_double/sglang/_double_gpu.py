@@ -179,6 +179,21 @@ def pool_cells(config, draft_config, args, rel, algorithm):
     return cell, 0
 
 
+# 0.5.23 reserves SGLANG_VLM_CACHE_SIZE_MB (100 MiB) of the KV budget of a multimodal checkpoint for its
+# embedding cache (mem_cache/kv_cache_configurator.py mm_runtime_reservation_gb); multimodal means an
+# architecture in configs/model_config.py's multimodal list, Kimi K2.5/K2.6 among them. A few of them:
+MULTIMODAL_ARCHS = ("KimiK25ForConditionalGeneration", "Qwen2VLForConditionalGeneration",
+                    "Qwen2_5_VLForConditionalGeneration", "Qwen3VLForConditionalGeneration",
+                    "Llama4ForConditionalGeneration", "Gemma3ForConditionalGeneration")
+
+
+def mm_reservation_gib(config, release_name):
+    """GiB 0.5.23 keeps out of the KV budget of a multimodal checkpoint (0.5.9: none)."""
+    if release_name != "0.5.23" or not set(config.get("architectures") or ()) & set(MULTIMODAL_ARCHS):
+        return 0.0
+    return int(os.environ.get("SGLANG_VLM_CACHE_SIZE_MB", "100")) / 1024
+
+
 def profile_max_num_token(pre_gib, avail_gib, mem_fraction_static, cell):
     """rest = avail - pre x (1 - f), in GiB, then bytes // cell (both releases; 0.5.23
     KVCacheConfigurator._profile_available_bytes + DefaultPoolConfigurator.calculate_pool_sizes)."""

@@ -87,7 +87,8 @@ def boot(args, gpu, table):
         weights_gib += gpu["draft_weights_gib_per_gpu"]
 
     target_part, draft_part = sim.pool_cells(config, draft_config, args, run.rel, algorithm)
-    tokens, profiled, capped = run.size_pool(pre, fraction, target_part + draft_part)
+    tokens, profiled, capped = run.size_pool(pre, fraction, target_part + draft_part,
+                                             sim.mm_reservation_gib(config, run.rel))
     dtype_name = kv_dtype_name(args.kv_cache_dtype, config)
     kv_gib = run.allocate(tokens, target_part, config, dtype_name)
     graph_gib = gpu["graph_gib"]
