@@ -19,11 +19,10 @@ import sys
 import threading
 import time
 
+import hf_checkpoint_status as status
 import jinja2
 import pytest
 import yaml
-
-import hf_checkpoint_status as status
 
 REPO_ROOT = pathlib.Path(__file__).resolve().parents[2]
 SHA = "0123456789abcdef0123456789abcdef01234567"
@@ -115,10 +114,10 @@ class HubHandler(http.server.BaseHTTPRequestHandler):
         pass
 
     def send(self, code, body=b"", headers=None, head=False):
+        headers = {"Content-Length": str(len(body)), **(headers or {})}
         self.send_response(code)
-        for key, value in (headers or {}).items():
+        for key, value in headers.items():
             self.send_header(key, value)
-        self.send_header("Content-Length", str(len(body)) if "Content-Length" not in (headers or {}) else headers["Content-Length"])
         self.end_headers()
         if not head:
             self.wfile.write(body)
