@@ -46,7 +46,7 @@ build_image() {  # suite image tag
   local suite="$1" image="$2" tag="$3" rootfs="$CACHE/rootfs"
   rm -rf "$rootfs"
   debootstrap --variant=minbase \
-    --include=systemd,systemd-sysv,dbus,python3,python3-venv,sudo,ca-certificates,curl,iproute2,procps,kmod,gnupg,initramfs-tools \
+    --include=systemd,systemd-sysv,dbus,python3,python3-venv,python3-apt,python3-debian,sudo,ca-certificates,curl,iproute2,procps,kmod,gnupg,initramfs-tools \
     "$suite" "$rootfs" >"$CACHE/debootstrap-$suite.log" 2>&1
   # The machine's own apt sources (its mirror), with the suite names of the image's release.
   cp /etc/apt/sources.list "$rootfs/etc/apt/sources.list" 2>/dev/null || true

@@ -6,6 +6,7 @@
 #                    .fpr its fingerprint (pinned by molecule as nvidia_driver_repo_key_fingerprint);
 #   CACHE/apt-repo/next/  the index after a simulated NVIDIA release (580.105.08), which a scenario publishes
 #                    over the first one to make the instance's apt cache stale;
+#   CACHE/apt-repo.tar  all of CACHE/apt-repo/, which prepare unpacks into each instance;
 #   CACHE/apt-repo/standin-reboot  the stand-in for a reboot (containers cannot reboot): records it, and loads
 #                    the module on disk as a boot would (/sys/module/nvidia/{version,taint});
 #   CACHE/wheels/sglang-*.whl  the SGLang double (tests/sglang_double) as a wheel named sglang, and
@@ -128,6 +129,9 @@ index() {  # dir pools...
 }
 index . pool
 index next pool pool-next
+gpgconf --kill all 2>/dev/null || true   # no gpg-agent left running, nor its sockets in the image build context
+# One archive for prepare to unpack: copying the repository file by file into each instance took minutes.
+tar -C "$OUT" -cf "$CACHE/apt-repo.tar" .
 
 # The SGLang double as a wheel named sglang (a zip with metadata; no build backend needed offline).
 rm -f "$CACHE"/wheels/*.whl
