@@ -8,10 +8,14 @@ DOCUMENTATION = r"""
 module: nvidia_gpu_facts
 short_description: Read the host's NVIDIA GPUs, driver version, kernel module flavour and Secure Boot state
 description:
-  - Uses C(nvidia-smi) when it answers (GPU names, C(memory.total) in MiB, driver version), else C(lspci)
-    (GPUs and NVSwitches seen on the PCI bus before any driver is installed).
-  - The kernel module flavour comes from C(modinfo -F license nvidia) (C(Dual MIT/GPL) is the open module,
-    C(NVIDIA) the proprietary one); Secure Boot from C(mokutil --sb-state) or the EFI variable.
+  - Uses C(nvidia-smi) when it answers (GPU names, C(memory.total) in MiB), else C(lspci) (GPUs, PCI classes
+    0300, 0302 and 0380, and NVSwitches seen on the PCI bus before any driver is installed).
+  - The driver version and module flavour are the B(loaded) module's (C(/sys/module/nvidia/version), else
+    C(/proc/driver/nvidia/version), whose C(Open Kernel Module) marks the open flavour; C(/sys/module/nvidia/taint)
+    with C(P) marks the proprietary one), else what C(nvidia-smi) reports. The module on disk, which the next boot
+    loads, is reported separately (C(ondisk_version), C(ondisk_flavour) from C(modinfo), where C(Dual MIT/GPL) is open,
+    C(NVIDIA) proprietary).
+  - Secure Boot from C(mokutil --sb-state) or the EFI variable.
   - Changes nothing; sets the fact C(nvidia_gpu).
 version_added: "1.0.0"
 author: sglang-longctx maintainers
@@ -45,6 +49,9 @@ ansible_facts:
         memory_mib_min: 97887
         driver_version: "580.95.05"
         module_flavour: open
+        driver_loaded: true
+        ondisk_version: "580.95.05"
+        ondisk_flavour: open
         nvswitch: false
         secure_boot: false
 """
@@ -68,10 +75,11 @@ def parse_nvidia_smi(output):
 
 
 def parse_lspci(output):
-    """`lspci -nn -d 10de:` lines: GPUs are class 0300/0302, NVSwitches are bridges (0680)."""
+    """`lspci -nn -d 10de:` lines: GPUs are class 0300 (VGA), 0302 (3D) or 0380 (display, some data-center
+    boards); NVSwitches are bridges (0680)."""
     gpus, switches = [], 0
     for line in output.splitlines():
-        match = re.search(r"\[(03[08]2|0300|0680)\]: NVIDIA Corporation (.*?) \[10de:", line)
+        match = re.search(r"\[(0300|0302|0380|0680)\]: NVIDIA Corporation (.*?) \[10de:", line)
         if not match:
             continue
         if match.group(1) == "0680":
@@ -89,10 +97,38 @@ def flavour_from_license(license_text):
     return "open" if "MIT" in text or "GPL" in text else "proprietary"
 
 
+def parse_proc_version(text):
+    """(version, flavour) from /proc/driver/nvidia/version; the open module says "Open Kernel Module for <arch>"."""
+    match = re.search(r"NVRM version:.*?Kernel Module(?: for \S+)?\s+([0-9]+(?:\.[0-9]+)+)", text or "")
+    if not match:
+        return None, "none"
+    return match.group(1), "open" if "Open Kernel Module" in text else "proprietary"
+
+
+def loaded_module(sys_version, sys_taint, proc_text):
+    """(version, flavour) of the running nvidia module, or (None, "none") when none is loaded."""
+    proc_version, proc_flavour = parse_proc_version(proc_text)
+    version = (sys_version or "").strip() or proc_version
+    if not version:
+        return None, "none"
+    if proc_text:
+        return version, proc_flavour
+    return version, "proprietary" if "P" in (sys_taint or "") else "open"
+
+
+def read(path):
+    try:
+        with open(path) as handle:
+            return handle.read()
+    except OSError:
+        return None
+
+
 def main():
     module = AnsibleModule(argument_spec={}, supports_check_mode=True)
     facts = {"source": "none", "count": 0, "names": [], "memory_mib_min": None, "driver_version": None,
-             "module_flavour": "none", "nvswitch": False, "secure_boot": False}
+             "module_flavour": "none", "driver_loaded": False, "ondisk_version": None, "ondisk_flavour": "none",
+             "nvswitch": False, "secure_boot": False}
 
     smi = module.get_bin_path("nvidia-smi")
     if smi:
@@ -117,7 +153,16 @@ def main():
     modinfo = module.get_bin_path("modinfo", opt_dirs=["/usr/sbin", "/sbin"])
     if modinfo:
         rc, out, _ = module.run_command([modinfo, "-F", "license", "nvidia"])
-        facts["module_flavour"] = flavour_from_license(out) if rc == 0 else "none"
+        facts["ondisk_flavour"] = flavour_from_license(out) if rc == 0 else "none"
+        rc, out, _ = module.run_command([modinfo, "-F", "version", "nvidia"])
+        facts["ondisk_version"] = (out.strip() or None) if rc == 0 else None
+
+    # What runs is the loaded module, not the file on disk: they differ until the reboot after an install.
+    version, flavour = loaded_module(read("/sys/module/nvidia/version"), read("/sys/module/nvidia/taint"),
+                                     read("/proc/driver/nvidia/version"))
+    facts.update(driver_loaded=version is not None, module_flavour=flavour)
+    if version:
+        facts["driver_version"] = version
 
     mokutil = module.get_bin_path("mokutil")
     if mokutil:

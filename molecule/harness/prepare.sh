@@ -3,7 +3,8 @@
 # the point where `molecule test` can run:
 #   1. Debian packages: docker.io, debootstrap, dpkg-dev, apt-utils, gnupg, gcc (apt, from the machine's sources)
 #   2. a Docker engine (started here when none answers)
-#   3. a systemd-capable Debian 12 base image, built with debootstrap (nothing can be pulled)
+#   3. a systemd-capable Debian 12 base image, built with debootstrap (nothing can be pulled), and a Debian 13
+#      one when a scenario's molecule.yml names it (gpu_host does)
 #   4. the collections molecule's docker driver needs, taken from the `ansible` package on PyPI
 #   5. the stand-in NVIDIA apt repository and the SGLang double's wheel (molecule/harness/standins.sh)
 # Idempotent: each step is skipped when its result is already there. (A docker client alone, as some
@@ -14,6 +15,7 @@ REPO="$(cd "$HERE/../.." && pwd)"
 CACHE="${MOLECULE_HARNESS_CACHE:-$REPO/.cache/molecule}"
 VENV="${VENV:-$REPO/.venv}"
 IMAGE="${MOLECULE_BASE_IMAGE:-sglang-longctx/debian12-systemd}"
+IMAGE13="${MOLECULE_BASE_IMAGE13:-sglang-longctx/debian13-systemd}"
 ANSIBLE_BUNDLE_VERSION="12.3.0"   # carries community.docker 4.8.5, ansible.posix 2.1.0, community.general 11.4.2
 mkdir -p "$CACHE"
 log() { printf '[harness] %s\n' "$*"; }
@@ -40,15 +42,17 @@ fi
 # 3. Base image, keyed on this script's image recipe and the machine's CA certificates (HTTPS from inside
 #    the instance needs the same trust as the host).
 certs_hash=$( (cat /usr/local/share/ca-certificates/*.crt 2>/dev/null || true; sed -n '/^build_image()/,/^}/p' "$0") | sha256sum | cut -c1-12)
-build_image() {
-  local rootfs="$CACHE/rootfs"
+build_image() {  # suite image tag
+  local suite="$1" image="$2" tag="$3" rootfs="$CACHE/rootfs"
   rm -rf "$rootfs"
   debootstrap --variant=minbase \
-    --include=systemd,systemd-sysv,dbus,python3,python3-venv,sudo,ca-certificates,curl,iproute2,procps,kmod,gnupg,initramfs-tools \
-    bookworm "$rootfs" >"$CACHE/debootstrap.log" 2>&1
+    --include=systemd,systemd-sysv,dbus,python3,python3-venv,python3-apt,python3-debian,sudo,ca-certificates,curl,iproute2,procps,kmod,gnupg,initramfs-tools \
+    "$suite" "$rootfs" >"$CACHE/debootstrap-$suite.log" 2>&1
+  # The machine's own apt sources (its mirror), with the suite names of the image's release.
   cp /etc/apt/sources.list "$rootfs/etc/apt/sources.list" 2>/dev/null || true
   [ -d /etc/apt/sources.list.d ] && cp /etc/apt/sources.list.d/*.sources "$rootfs/etc/apt/sources.list.d/" 2>/dev/null || true
   if [ -f /etc/apt/sources.list.d/debian.sources ]; then rm -f "$rootfs/etc/apt/sources.list"; fi
+  [ "$suite" = bookworm ] || sed -i "s/\bbookworm\b/$suite/g" "$rootfs"/etc/apt/sources.list "$rootfs"/etc/apt/sources.list.d/*.sources 2>/dev/null || true
   cp /usr/local/share/ca-certificates/*.crt "$rootfs/usr/local/share/ca-certificates/" 2>/dev/null || true
   if [ -f /etc/pip.conf ]; then cp /etc/pip.conf "$rootfs/etc/pip.conf"; fi
   chroot "$rootfs" update-ca-certificates >/dev/null 2>&1 || true
@@ -60,14 +64,22 @@ build_image() {
   tar --numeric-owner -C "$rootfs" -cf "$CACHE/rootfs.tar" .
   printf 'FROM scratch\nADD rootfs.tar /\nENV container=docker\nSTOPSIGNAL SIGRTMIN+3\nCMD ["/lib/systemd/systemd"]\n' \
     >"$CACHE/Dockerfile"
-  docker build -q -t "$IMAGE:$certs_hash" -t "$IMAGE:latest" -f "$CACHE/Dockerfile" "$CACHE" >/dev/null
+  docker build -q -t "$image:$tag" -t "$image:latest" -f "$CACHE/Dockerfile" "$CACHE" >/dev/null
   rm -rf "$rootfs" "$CACHE/rootfs.tar"
 }
 if ! docker image inspect "$IMAGE:$certs_hash" >/dev/null 2>&1; then
   log "building $IMAGE:$certs_hash with debootstrap"
-  build_image
+  build_image bookworm "$IMAGE" "$certs_hash"
 fi
 docker tag "$IMAGE:$certs_hash" "$IMAGE:latest"
+# Debian 13 only when a scenario uses it; keyed and cached the same way.
+if grep -qs "${IMAGE13##*/}" "$REPO"/molecule/*/molecule.yml; then
+  if ! docker image inspect "$IMAGE13:$certs_hash" >/dev/null 2>&1; then
+    log "building $IMAGE13:$certs_hash with debootstrap (trixie)"
+    build_image trixie "$IMAGE13" "$certs_hash"
+  fi
+  docker tag "$IMAGE13:$certs_hash" "$IMAGE13:latest"
+fi
 
 # 4. Collections for molecule's docker driver, from the ansible package (Galaxy is not reachable)
 site=$("$VENV/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')

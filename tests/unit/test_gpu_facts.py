@@ -1,7 +1,12 @@
-"""Parsing nvidia-smi, lspci and modinfo output (formats as the real tools print them)."""
+"""Parsing nvidia-smi, lspci, modinfo and the loaded module's files (real outputs in tests/fixtures/nvidia,
+with the public thread each came from in SOURCES.md there)."""
 # ruff: noqa: E501 - real tool output, kept whole
 
+import pathlib
+
 import nvidia_gpu_facts as module
+
+FIXTURES = pathlib.Path(__file__).resolve().parents[1] / "fixtures" / "nvidia"
 
 SMI = """0, NVIDIA RTX PRO 6000 Blackwell Server Edition, 97887, 580.95.05
 1, NVIDIA RTX PRO 6000 Blackwell Server Edition, 97887, 580.95.05
@@ -11,6 +16,10 @@ LSPCI = """17:00.0 3D controller [0302]: NVIDIA Corporation GB202GL [RTX PRO 600
 05:00.0 Bridge [0680]: NVIDIA Corporation GH100 [H100 NVSwitch] [10de:22a3] (rev a1)
 00:1f.3 Audio device [0403]: Intel Corporation Device [8086:7a50] (rev 11)
 """
+
+
+def fixture(name):
+    return (FIXTURES / name).read_text()
 
 
 def test_nvidia_smi_rows():
@@ -26,7 +35,34 @@ def test_lspci_gpus_and_nvswitches():
     assert switches == 1
 
 
+def test_lspci_real_vga_line_with_prog_if():
+    # https://github.com/hyprwm/Hyprland/pull/6715
+    gpus, switches = module.parse_lspci(fixture("lspci-nn-rtx3080.txt"))
+    assert [g["name"] for g in gpus] == ["NVIDIA GeForce RTX 3080"] and switches == 0
+
+
+def test_lspci_display_controller_class_0380():
+    line = "07:00.0 Display controller [0380]: NVIDIA Corporation GA107 [10de:25a2]\n"
+    gpus, _ = module.parse_lspci(line)
+    assert len(gpus) == 1
+    # A class this parser does not know is not a GPU (0403: audio function of the same board).
+    assert module.parse_lspci("01:00.1 Audio device [0403]: NVIDIA Corporation GA102 High Definition Audio Controller [10de:1aef] (rev a1)\n") == ([], 0)
+
+
 def test_module_flavour_from_license():
     assert module.flavour_from_license("Dual MIT/GPL\n") == "open"
     assert module.flavour_from_license("NVIDIA\n") == "proprietary"
     assert module.flavour_from_license("") == "none"
+
+
+def test_loaded_module_from_real_proc_files():
+    # https://github.com/nix-community/nixGL/issues/186 and /121, https://github.com/dylanaraps/neofetch/issues/876
+    assert module.loaded_module(None, None, fixture("proc-version-open-565.57.01.txt")) == ("565.57.01", "open")
+    assert module.loaded_module(None, None, fixture("proc-version-open-525.60.11.txt")) == ("525.60.11", "open")
+    assert module.loaded_module(None, None, fixture("proc-version-proprietary-384.98.txt")) == ("384.98", "proprietary")
+
+
+def test_loaded_module_from_sysfs_prefers_it_and_reads_the_taint():
+    assert module.loaded_module("580.95.05\n", "O\n", None) == ("580.95.05", "open")
+    assert module.loaded_module("580.95.05\n", "PO\n", None) == ("580.95.05", "proprietary")
+    assert module.loaded_module(None, None, None) == (None, "none")

@@ -1,9 +1,12 @@
-"""Verify the GPU host roles on the simulated ct200 and HGX H200 instances (testinfra)."""
+"""Verify the GPU host roles on the simulated ct200 and HGX H200 (Debian 12) and ct200 (Debian 13) (testinfra).
 
+prepare.yml left an interrupted first run on the Debian 12 hosts; converge finished it; side_effect bumped
+the HGX driver to 580.105.08 against a stale apt cache."""
 
 import pytest
 
-DRIVER = {"ct200-gpuhost": "580.95.05-1", "hgx-gpuhost": "580.82.07-1"}  # newest of the branch / exactly as asked
+# ct200: newest of the branch; HGX: 580.82.07 as asked, then bumped to 580.105.08 by side_effect.
+DRIVER = {"ct200-gpuhost": "580.95.05-1", "hgx-gpuhost": "580.105.08-1", "trixie-gpuhost": "580.95.05-1"}
 PACKAGES = ["nvidia-driver-cuda", "nvidia-kernel-open-dkms", "nvidia-persistenced"]
 
 
@@ -24,15 +27,32 @@ def test_apt_pin_and_unattended_upgrades(host, name):
     pin = host.file("/etc/apt/preferences.d/nvidia-driver")
     assert pin.contains("Pin: version %s" % DRIVER[name]) and pin.contains("Pin-Priority: 1001")
     assert host.file("/etc/apt/apt.conf.d/51nvidia-unattended-upgrades").contains('"nvidia-";')
-    policy = host.check_output("apt-cache policy nvidia-driver-cuda")
-    assert "Candidate: %s" % DRIVER[name] in policy
+    policy = host.run("apt-cache policy nvidia-driver-cuda")
+    # apt reads every source here: a second Signed-By for the same URI would fail it ("Conflicting values").
+    assert policy.rc == 0 and "E:" not in policy.stderr, policy.stderr
+    assert "Candidate: %s" % DRIVER[name] in policy.stdout
 
 
-def test_signed_apt_source(host):
-    source = host.file("/etc/apt/sources.list.d/nvidia-cuda.sources")
-    assert source.contains("^URIs: file:///srv/nvidia-standin-repo/")
-    assert source.contains("^Signed-By: /etc/apt/keyrings/nvidia-cuda.asc")
+def test_one_source_for_the_repository_with_the_pinned_key(host, name):
+    own = host.file("/etc/apt/sources.list.d/nvidia-cuda.sources")
+    keyring = host.file("/etc/apt/sources.list.d/cuda-debian12-x86_64.list")
+    if name == "hgx-gpuhost":  # cuda-keyring was installed before: its source is reused, no second one
+        assert keyring.exists and not own.exists
+        assert keyring.contains("signed-by=/usr/share/keyrings/cuda-archive-keyring.gpg")
+        return
+    assert own.contains("^URIs: file:///srv/nvidia-standin-repo/")
+    assert own.contains("^Signed-By: /etc/apt/keyrings/nvidia-cuda.asc")
+    assert own.contains("^Suites: /")
     assert host.file("/etc/apt/keyrings/nvidia-cuda.asc").contains("BEGIN PGP PUBLIC KEY BLOCK")
+    assert not keyring.exists
+
+
+def test_older_list_source_replaced_and_backed_up(host, name):
+    if name != "ct200-gpuhost":
+        pytest.skip("the older .list was left on ct200-gpuhost")
+    assert not host.file("/etc/apt/sources.list.d/nvidia-old.list").exists
+    backups = host.check_output("ls /var/backups/nvidia_driver")
+    assert "nvidia-old.list." in backups
 
 
 def test_nouveau_blacklisted(host):
@@ -41,8 +61,35 @@ def test_nouveau_blacklisted(host):
     assert conf.contains("Ansible managed")
 
 
-def test_kernel_headers_for_the_running_kernel(host):
-    assert host.package("linux-headers-%s" % host.check_output("uname -r")).is_installed
+def test_headers_for_this_kernel_and_the_next_and_dkms_built_for_both(host, name):
+    kernel = host.check_output("uname -r")
+    for package in ("linux-headers-%s" % kernel, "linux-headers-standin", "linux-headers-%s-next" % kernel):
+        assert host.package(package).is_installed, package
+    status = host.check_output("dkms status")
+    version = DRIVER[name].split("-")[0]
+    for k in (kernel, kernel + "-next"):
+        assert "nvidia/%s, %s, x86_64: installed" % (version, k) in status
+    assert "nvidia/580.82.07" not in status  # the bumped-from version is gone from every kernel
+
+
+def test_interrupted_first_run_stopped_cleanly_and_was_finished(host, name):
+    log = host.file("/var/log/standin-reboots.log").content_string
+    version = DRIVER[name].split("-")[0]
+    if name == "trixie-gpuhost":
+        assert log.count("reboot: loaded nvidia 580.95.05") == 1 and "interrupted" not in log
+        return
+    first = host.file("/root/first-run.txt").content_string
+    if name == "ct200-gpuhost":  # reboots disabled: a clear stop, driver held, services not started
+        assert "Stop here when the reboot is not allowed" in first
+        assert "needs a reboot to load NVIDIA driver 580.95.05" in first and "nvidia_driver_reboot is false" in first
+        assert "driver: hold ok installed 580.95.05-1" in first and "persistenced: inactive" in first
+        assert log.count("reboot:") == 1 and "loaded nvidia 580.95.05" in log
+    else:  # the reboot itself failed; the next run (converge) rebooted although it installed nothing new
+        assert "Reboot with nvidia_driver_reboot_command" in first
+        lines = [line.split(" ", 1)[1] for line in log.splitlines()]
+        assert lines == ["reboot interrupted (injected failure)", "reboot: loaded nvidia 580.82.07",
+                         "reboot: loaded nvidia 580.105.08"]
+    assert host.file("/sys/module/nvidia/version").content_string.strip() == version
 
 
 def test_persistenced_enabled_and_running(host):
@@ -52,24 +99,33 @@ def test_persistenced_enabled_and_running(host):
 
 def test_fabric_manager_only_on_nvswitch_at_the_drivers_exact_version(host, name):
     fm = host.package("nvidia-fabricmanager")
-    if name == "ct200-gpuhost":
+    if name != "hgx-gpuhost":
         assert not fm.is_installed
     else:
         assert fm.is_installed and fm.version == DRIVER[name] == host.package("nvidia-driver-cuda").version
         assert host.check_output("dpkg-query -W -f='${Status}' nvidia-fabricmanager").startswith("hold ")
+        # The stand-in, like the real one, refuses to run against another loaded driver version.
         assert host.service("nvidia-fabricmanager").is_running
 
 
-def test_open_kernel_module_flavour(host):
+def test_loaded_open_kernel_module(host, name):
     assert host.check_output("modinfo -F license nvidia") == "Dual MIT/GPL"
+    facts = host.ansible("nvidia_gpu_facts", check=False)["ansible_facts"]["nvidia_gpu"]
+    assert facts["driver_loaded"] and facts["module_flavour"] == "open" and facts["ondisk_flavour"] == "open"
+    assert facts["driver_version"] == facts["ondisk_version"] == DRIVER[name].split("-")[0]
 
 
 def test_gpu_facts(host, name):
     facts = host.ansible("nvidia_gpu_facts", check=False)["ansible_facts"]["nvidia_gpu"]
-    expected = {"ct200-gpuhost": (8, 97887, False), "hgx-gpuhost": (8, 143771, True)}[name]
+    expected = {"ct200-gpuhost": (8, 97887, False), "hgx-gpuhost": (8, 143771, True),
+                "trixie-gpuhost": (8, 97887, False)}[name]
     assert (facts["count"], facts["memory_mib_min"], facts["nvswitch"]) == expected
-    assert facts["source"] == "nvidia-smi" and facts["driver_version"] == DRIVER[name].split("-")[0]
-    assert facts["module_flavour"] == "open"
+    assert facts["source"] == "nvidia-smi"
+
+
+def test_distribution(host, name):
+    expected = {"ct200-gpuhost": "12", "hgx-gpuhost": "12", "trixie-gpuhost": "13"}[name]
+    assert host.system_info.distribution == "debian" and host.system_info.release.split(".")[0] == expected
 
 
 def test_cuda_toolkit_on_path(host):

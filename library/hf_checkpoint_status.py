@@ -1,0 +1,199 @@
+#!/usr/bin/python
+"""Ansible module: is a downloaded safetensors checkpoint complete? Optionally mark it so."""
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+---
+module: hf_checkpoint_status
+short_description: Check a safetensors checkpoint is complete (every indexed file present, none truncated); mark it
+description:
+  - Reads C(model.safetensors.index.json) and checks every file of its C(weight_map), or the single
+    C(model.safetensors) when there is no index, plus C(config.json).
+  - A file's expected size comes from the file itself, as safetensors lays it out - 8 bytes of header length N,
+    N bytes of JSON header, then the tensor data up to the largest C(data_offsets) end - so a truncated file is
+    found without asking the Hub. The data sizes must also add up to the index's C(metadata.total_size).
+  - Partial files (C(*.part) left by hf_download, C(.cache/huggingface/download/*.incomplete) by the Hub client)
+    make it incomplete.
+  - With C(marker), writes that file (JSON) once the checkpoint is complete; a changed repository or revision
+    rewrites it. An incomplete checkpoint never gets a marker, and an existing one is removed.
+version_added: "1.1.0"
+author: sglang-longctx maintainers
+options:
+  path:
+    description: The checkpoint folder.
+    type: path
+    required: true
+  marker:
+    description: Name of the marker file written in I(path) when complete (empty - only check).
+    type: str
+    default: ""
+  repo:
+    description: Repository recorded in the marker.
+    type: str
+    default: ""
+  revision:
+    description: Revision recorded in the marker.
+    type: str
+    default: ""
+notes:
+  - Supports check mode (reports what it would write).
+"""
+
+EXAMPLES = r"""
+- name: Is the checkpoint complete?
+  hf_checkpoint_status:
+    path: /srv/models/kimi-k2.6
+  register: ckpt
+
+- name: Mark it complete after the download
+  hf_checkpoint_status:
+    path: /srv/models/kimi-k2.6
+    marker: .sglang-download-complete
+    repo: moonshotai/Kimi-K2.6
+    revision: main
+"""
+
+RETURN = r"""
+complete:
+  description: Every expected file is present at its full size, nothing is half-written, config.json exists.
+  returned: always
+  type: bool
+files:
+  description: Number of weight files expected.
+  returned: always
+  type: int
+missing:
+  description: Expected files that are absent.
+  returned: always
+  type: list
+  elements: str
+truncated:
+  description: Files shorter (or longer) than their own header says, as "name (have/expected bytes)".
+  returned: always
+  type: list
+  elements: str
+partial:
+  description: Files left half-written by an interrupted download.
+  returned: always
+  type: list
+  elements: str
+problems:
+  description: Everything that keeps the checkpoint from being complete, in words.
+  returned: always
+  type: list
+  elements: str
+marked:
+  description: The marker is (now) present.
+  returned: always
+  type: bool
+"""
+
+import json
+import os
+import struct
+
+from ansible.module_utils.basic import AnsibleModule
+
+INDEX = "model.safetensors.index.json"
+
+
+def expected_size(handle):
+    """(file size, tensor bytes) a safetensors file must have, from its own header."""
+    head = handle.read(8)
+    if len(head) < 8:
+        raise ValueError("shorter than the 8-byte header length")
+    (length,) = struct.unpack("<Q", head)
+    header = json.loads(handle.read(length))
+    ends = [t["data_offsets"][1] for name, t in header.items() if name != "__metadata__"]
+    data = max(ends) if ends else 0
+    return 8 + length + data, data
+
+
+def expected_files(path):
+    """(weight files, index total_size or None), or raises OSError/ValueError when there is nothing to read."""
+    index = os.path.join(path, INDEX)
+    if os.path.exists(index):
+        with open(index) as handle:
+            data = json.load(handle)
+        return sorted(set(data["weight_map"].values())), data.get("metadata", {}).get("total_size")
+    return ["model.safetensors"], None
+
+
+def check(path):
+    result = {"complete": False, "files": 0, "missing": [], "truncated": [], "partial": [], "problems": []}
+    if not os.path.exists(os.path.join(path, "config.json")):
+        result["problems"].append("config.json is missing")
+    try:
+        files, total = expected_files(path)
+    except (OSError, ValueError, KeyError) as err:
+        result["problems"].append("%s cannot be read: %s" % (INDEX, err))
+        return result
+    result["files"] = len(files)
+    data_sum = 0
+    for name in files:
+        full = os.path.join(path, name)
+        if not os.path.exists(full):
+            result["missing"].append(name)
+            continue
+        try:
+            with open(full, "rb") as handle:
+                want, data = expected_size(handle)
+        except (OSError, ValueError, KeyError, IndexError, TypeError) as err:
+            result["truncated"].append("%s (header unreadable: %s)" % (name, err))
+            continue
+        have = os.path.getsize(full)
+        data_sum += data
+        if have != want:
+            result["truncated"].append("%s (%d/%d bytes)" % (name, have, want))
+    for root, _, names in os.walk(path):
+        result["partial"] += sorted(os.path.relpath(os.path.join(root, n), path)
+                                    for n in names if n.endswith((".part", ".incomplete")))
+    if result["missing"]:
+        result["problems"].append("%d of %d weight files missing: %s" % (
+            len(result["missing"]), len(files), ", ".join(result["missing"][:5])))
+    if result["truncated"]:
+        result["problems"].append("not at their full size: " + ", ".join(result["truncated"][:5]))
+    if result["partial"]:
+        result["problems"].append("half-written by the Hub client: " + ", ".join(result["partial"][:5]))
+    if total is not None and not result["missing"] and not result["truncated"] and data_sum != total:
+        result["problems"].append("the files hold %d tensor bytes but %s says %d" % (data_sum, INDEX, total))
+    result["complete"] = not result["problems"]
+    return result
+
+
+def main():
+    module = AnsibleModule(argument_spec={"path": {"type": "path", "required": True},
+                                          "marker": {"type": "str", "default": ""},
+                                          "repo": {"type": "str", "default": ""},
+                                          "revision": {"type": "str", "default": ""}},
+                           supports_check_mode=True)
+    params = module.params
+    result = check(params["path"])
+    changed, marked = False, False
+    if params["marker"]:
+        marker = os.path.join(params["path"], params["marker"])
+        content = json.dumps({"repo": params["repo"], "revision": params["revision"], "files": result["files"]},
+                             sort_keys=True) + "\n"
+        try:
+            with open(marker) as handle:
+                current = handle.read()
+        except OSError:
+            current = None
+        if result["complete"]:
+            marked = True
+            if current != content:
+                changed = True
+                if not module.check_mode:
+                    with open(marker + ".tmp", "w") as handle:
+                        handle.write(content)
+                    os.replace(marker + ".tmp", marker)
+        elif current is not None:
+            changed = True  # a marker over an incomplete checkpoint is a lie: remove it
+            if not module.check_mode:
+                os.unlink(marker)
+    module.exit_json(changed=changed, marked=marked, **result)
+
+
+if __name__ == "__main__":
+    main()
