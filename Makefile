@@ -6,7 +6,7 @@ BIN := $(abspath $(VENV))/bin
 export PATH := $(BIN):$(PATH)
 export ANSIBLE_CONFIG := $(abspath ansible.cfg)
 
-.PHONY: venv plan demo demo-clean lint unit molecule test clean
+.PHONY: venv plan demo demo-plan demo-rollback demo-clean lint unit molecule test clean
 
 $(VENV)/.installed: requirements.txt
 	$(PYTHON) -m venv $(VENV)
@@ -16,11 +16,21 @@ $(VENV)/.installed: requirements.txt
 
 venv: $(VENV)/.installed
 
+# The plan for every inventory host (HOSTS=ct200 for one), and its picture in reports/plan/<host>.png.
 plan: venv
 	ansible-playbook playbooks/plan.yml $(if $(HOSTS),-l $(HOSTS))
+	@echo "pictures: $(abspath reports/plan)/"
 
+# The demo (see molecule/harness/demo.sh): as root it installs Debian packages and may start a dockerd.
 demo: venv
 	molecule/harness/demo.sh
+
+# The demo host's own plan (connects to nothing) and rollback (ARGS='-e sglang_rollback_list=true' lists).
+demo-plan: venv
+	molecule/harness/demo.sh plan $(ARGS)
+
+demo-rollback: venv
+	molecule/harness/demo.sh rollback $(ARGS)
 
 demo-clean: venv
 	molecule destroy -s default

@@ -5,6 +5,7 @@
   {{ spec | sglang_kv_pool_tokens(0.94) }}   ... at another fraction
   {{ spec | sglang_kv_plan }}                the flags for spec.context_target
   {{ spec | sglang_kv_calibration(boot) }}   P and A from a boot's log lines (see sglang_kvplan.calibrate)
+  {{ version | sglang_release_rules(pool_rules) }}  what the planner knows of that SGLang release (releases.py)
 
 The spec's keys are documented in the README ("How the plan is computed").
 """
@@ -33,6 +34,13 @@ def _wrap(function):
     return filter_function
 
 
+def release_rules(version, pool_rules=None):
+    """{name, torch, torch_cuda, min_driver_branch, kv_cache_dtypes, speculative_algorithms, ...}."""
+    name, rules = sglang_kvplan.rules_for(version, pool_rules or None)
+    return dict(rules, name=name, kv_cache_dtypes=list(rules["kv_cache_dtypes"]),
+                speculative_algorithms=list(rules["speculative_algorithms"]))
+
+
 class FilterModule:
     def filters(self):
         return {
@@ -40,4 +48,5 @@ class FilterModule:
             "sglang_kv_pool_tokens": _wrap(sglang_kvplan.pool_tokens),
             "sglang_kv_plan": _wrap(sglang_kvplan.plan),
             "sglang_kv_calibration": _wrap(sglang_kvplan.calibrate),
+            "sglang_release_rules": _wrap(release_rules),
         }

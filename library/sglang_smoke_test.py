@@ -6,55 +6,79 @@ from __future__ import annotations
 DOCUMENTATION = r"""
 ---
 module: sglang_smoke_test
-short_description: Prove that a running SGLang server holds a KV pool and answers a long prompt
+short_description: Prove that a running SGLang server holds its context in its KV pool and answers from all of it
 description:
-  - Reads the server's real KV pool (C(max_total_num_tokens)) and fails when it is under I(min_pool_tokens).
-    SGLang starts "healthy" with a pool smaller than C(--context-length) and only rejects a long prompt
-    when one arrives; this module makes that a deploy-time failure.
-  - Builds a long prompt on the host itself (never shipped over SSH), sized to I(prompt_tokens) as the
-    server counts them (calibrated with the server's C(/tokenize), or with the usage of short requests),
-    sends it in one C(/v1/completions) request, checks the server-counted length and the answer, and
-    measures elapsed time and prefill throughput.
+  - Reads the server's real KV pool (C(max_total_num_tokens)) and its context length (C(max_model_len) of
+    C(/v1/models), the model config's C(context_len) in SGLang 0.5.x). Fails when the pool is under the
+    context length (or under I(min_pool_tokens)) and when the context length is under I(context_target).
+    SGLang starts "healthy" with a pool smaller than C(--context-length) and only rejects a long prompt when
+    one arrives; this module makes that a deploy-time failure.
+  - Builds a long prompt on the host itself (never shipped over SSH), by default filling at least 95% of the
+    context target as the server counts tokens (calibrated with the server's C(/tokenize), or with the usage
+    of short requests), sends it in one C(/v1/completions) request, checks the server-counted length and the
+    answer, and measures time to first token, elapsed time and prefill throughput.
+  - The default question (C(needle)) states a random number once at the very start of the prompt and asks
+    for it at the end, so a server that dropped or truncated early context fails the proof.
+  - Refuses bad parameters and a prompt longer than the server accepts before sending anything; each request
+    has one deadline (I(timeout)) from connecting to its last byte.
   - Changes nothing on the host or the server; C(changed) is always false and it runs in check mode.
-  - Every failure is a message a person can act on, with the evidence gathered so far, never a traceback.
+  - Every failure is a message naming the parameter or the number at fault, with the evidence gathered so
+    far, never a traceback.
 version_added: "1.0.0"
 author: sglang-longctx maintainers
 options:
   url:
-    description: Base URL of the SGLang server.
+    description: Base URL of the SGLang server, C(http://) or C(https://) with a host.
     type: str
     default: http://127.0.0.1:30000
   api_key:
     description: The server's C(--api-key), sent as a bearer token.
     type: str
   min_pool_tokens:
-    description: The least KV pool (tokens) the server must hold; normally the context target.
+    description:
+      - The least KV pool (tokens) the server must hold, a positive number.
+      - Unset, the pool must hold the server's own context length. The pool must hold the context length
+        in any case.
     type: int
-    required: true
+  context_target:
+    description:
+      - The context (tokens) the deployment promises (the role's C(sglang_context_target)), a positive number.
+      - When set, the server's context length must be at least this, and C(prompt_tokens=target) fills it.
+    type: int
   prompt_tokens:
     description:
       - Size of the long prompt, in tokens as the server counts them.
+      - C(target) (default) fills 98% of I(context_target) (of the server's context length when unset),
+        kept under what the server accepts, and fails unless the server counted at least 95% of it.
       - C(full) asks for as close to min(context length, pool) as the server accepts.
+      - A number asks for that many tokens; more than the server accepts is refused before sending.
     type: str
-    default: "60000"
+    default: target
+  question:
+    description:
+      - C(needle) states a random number once at the start of the prompt and asks for it at the end; the
+        answer must contain that number (digit separators ignored). The number is new on every call and
+        returned as RV(needle).
+      - C(fox) asks which animal the repeated filler mentions (the first releases' check; the answer sits
+        in every line, so it does not prove the start of the prompt was kept).
+    type: str
+    choices: [needle, fox]
+    default: needle
   filler:
-    description: Text repeated to build the prompt.
+    description: Text repeated to build the prompt. With C(question=needle) it must hold no digit.
     type: str
     default: "The quick brown fox jumps over the lazy dog. "
-  question:
-    description: The question asked after the filler.
-    type: str
-    default: In one word, what animal is mentioned?
   expect:
-    description: A regular expression the answer must match (searched, case-insensitive).
+    description:
+      - A regular expression the answer must match (searched, case-insensitive).
+      - Default is the question's own answer, the needle number or C(\bdog\b).
     type: str
-    default: \bdog\b
   max_tokens:
-    description: Tokens to generate for the answer.
+    description: Tokens to generate for the answer (kept out of the prompt's room in the context).
     type: int
-    default: 4
+    default: 32
   timeout:
-    description: Seconds to wait for any one request (the long one prefills the whole prompt).
+    description: Seconds any one request may take in all, from connecting to its last byte (one deadline).
     type: int
     default: 900
   wait_ready:
@@ -65,9 +89,9 @@ options:
     description: Model name for the requests; default is the first one C(/v1/models) lists.
     type: str
   stream:
-    description: Stream the long request, which also measures time to first token.
+    description: Stream the long request, which measures the time to first token (RV(ttft_s)).
     type: bool
-    default: false
+    default: true
   validate_certs:
     description: Verify TLS certificates for an https URL.
     type: bool
@@ -75,20 +99,24 @@ options:
 notes:
   - Needs nothing on the host beyond what Ansible ships (it uses C(ansible.module_utils.urls)).
   - Supports check mode. It is read-only, it sends requests but changes no state.
+  - Endpoints and messages as in SGLang 0.5.9 and 0.5.23 (C(/server_info), C(/get_server_info),
+    C(/v1/models), C(/tokenize), C(/v1/completions)); 0.4.x servers without C(/tokenize) are sized with
+    short completions.
 """
 
 EXAMPLES = r"""
-- name: Prove the 200k pool with a 60k-token prompt
+- name: Prove the 200k target with a needle prompt that fills it
   sglang_smoke_test:
-    min_pool_tokens: 200000
+    context_target: 200000
   register: smoke
 
-- name: Fill the whole context, through an API key
+- name: Fill the whole context, through an API key, with the fox question
   sglang_smoke_test:
     url: http://127.0.0.1:30000
     api_key: "{{ sglang_api_key }}"
-    min_pool_tokens: "{{ sglang_context_target }}"
+    context_target: "{{ sglang_context_target }}"
     prompt_tokens: full
+    question: fox
     timeout: 1800
 """
 
@@ -101,20 +129,34 @@ pool_tokens:
   description: The server's KV pool, C(max_total_num_tokens).
   type: int
   returned: when the server answered
-  sample: 218484
+  sample: 218485
 context_length:
-  description: The server's context length (C(max_model_len) of C(/v1/models)).
+  description: The server's context length (C(max_model_len) of C(/v1/models), else C(context_length) of the
+    server info).
   type: int
   returned: when the server answered
+  sample: 200000
 max_req_input_len:
   description: The longest input the scheduler accepts, min(context, pool) - 6.
   type: int
   returned: when the server answered
+context_target:
+  description: The I(context_target) checked, or null.
+  type: int
+  returned: always
+min_pool_tokens:
+  description: The pool the server had to hold (I(min_pool_tokens), else the context length).
+  type: int
+  returned: when the server answered
+prompt_target:
+  description: The prompt size asked for, in tokens.
+  type: int
+  returned: when the long request ran
 prompt_tokens:
   description: The long prompt's length as the server counted it (usage.prompt_tokens).
   type: int
   returned: when the long request ran
-  sample: 60010
+  sample: 196003
 completion_tokens:
   description: Tokens generated.
   type: int
@@ -123,113 +165,203 @@ completion:
   description: The answer text.
   type: str
   returned: when the long request ran
-  sample: " Dog."
+  sample: " 4821937."
+question:
+  description: The question asked, C(needle) or C(fox).
+  type: str
+  returned: always
+needle:
+  description: The random number stated at the start of the prompt (C(question=needle)), else null.
+  type: int
+  returned: always
+  sample: 4821937
+expect:
+  description: The regular expression the answer had to match.
+  type: str
+  returned: always
 elapsed_s:
   description: Seconds the long request took, end to end.
+  type: float
+  returned: when the long request ran
+ttft_s:
+  description: Seconds to the first generated text (streaming), null when I(stream) is false.
   type: float
   returned: when the long request ran
 prefill_tokens_per_s:
   description: Prompt tokens divided by the time to first token (streaming) or by the elapsed time.
   type: float
   returned: when the long request ran
-ttft_s:
-  description: Time to first token, when I(stream) is true.
-  type: float
-  returned: when streamed
 calibration_calls:
   description: Requests it took to size the prompt (tokenize or short completions).
   type: int
   returned: when the long request ran
 checks:
-  description: Each check, with its name, whether it passed, and what it saw.
+  description: Each check (ready, context, pool, prompt_tokens, answer), with whether it passed and what it saw.
   type: list
   elements: dict
   returned: always
-  sample: [{"name": "pool", "ok": true, "detail": "pool 218,484 tokens >= 200,000"}]
+  sample: [{"name": "pool", "ok": true, "detail": "pool 218,485 tokens >= 200,000 (the context length)"}]
 """
 
 import json
 import math
+import random
 import re
 import socket
+import threading
 import time
 import traceback
 from urllib.error import HTTPError, URLError
+from urllib.parse import urlsplit
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.urls import open_url
+
+FOX_FILLER = "The quick brown fox jumps over the lazy dog. "
+FOX_QUESTION = "In one word, what animal is mentioned?"
+# A completion prompt (no chat template): the last line ends where the answer starts, so a base or
+# instruct model continues with the number. The double answers from the line that states it.
+NEEDLE_HEAD = "The secret number is %d. Remember it: you will be asked for it at the end.\n"
+NEEDLE_TAIL = ("\nQuestion: what is the secret number stated at the very beginning of this text? "
+               "Answer: the secret number is")
+TARGET_FILL = 0.98  # aim at 98% of the target, under what the server accepts
+TARGET_MIN = 0.95  # under 95% of the target counted by the server fails the proof
 
 
 class SmokeFailure(Exception):
     """A failed step; the message says what happened and what to do."""
 
 
-class Client:
-    """JSON over HTTP to one SGLang server, with errors turned into sentences."""
-
-    def __init__(self, url, api_key=None, timeout=900, validate_certs=True):
-        self.url, self.api_key, self.timeout, self.validate_certs = url.rstrip("/"), api_key, timeout, validate_certs
-        self.calls = 0
-
-    def _open(self, method, path, payload=None, timeout=None):
-        headers = {"Content-Type": "application/json", "Accept": "application/json"}
-        if self.api_key:
-            headers["Authorization"] = "Bearer " + self.api_key
-        data = None if payload is None else json.dumps(payload)
-        self.calls += 1
-        try:
-            return open_url(self.url + path, method=method, data=data, headers=headers, timeout=timeout or self.timeout,
-                            validate_certs=self.validate_certs, follow_redirects="safe")
-        except HTTPError as error:
-            raise HTTPFailure(path, error.code, _read_error_body(error)) from None
-        except TimeoutError:
-            raise SmokeFailure("%s %s got no answer within %d s (timeout); the server may be overloaded or the "
-                               "prompt too long for that time: raise the module's timeout."
-                               % (method, self.url + path, timeout or self.timeout)) from None
-        except URLError as error:
-            reason = getattr(error, "reason", error)
-            if isinstance(reason, (socket.timeout, TimeoutError)):
-                raise SmokeFailure("%s %s got no answer within %d s (timeout): raise the module's timeout."
-                                   % (method, self.url + path, timeout or self.timeout)) from None
-            raise SmokeFailure("Nothing is answering at %s (%s). Is the SGLang service running and listening "
-                               "there? Check: systemctl status sglang; journalctl -u sglang -n 50."
-                               % (self.url, reason)) from None
-        except (ConnectionError, OSError) as error:
-            raise SmokeFailure("The connection to %s failed: %s. Is the SGLang service running?"
-                               % (self.url, error)) from None
-
-    def json(self, method, path, payload=None, timeout=None):
-        response = self._open(method, path, payload, timeout)
-        try:
-            raw = response.read()
-        except TimeoutError:
-            raise SmokeFailure("%s %s stopped answering within %d s (timeout): raise the module's timeout."
-                               % (method, self.url + path, timeout or self.timeout)) from None
-        return _parse_json(self.url + path, raw)
-
-    def stream(self, path, payload):
-        """POST with stream=true; returns (chunks, seconds to first text chunk)."""
-        start = time.monotonic()
-        response = self._open("POST", path, payload)
-        chunks, ttft = [], None
-        for raw in response:
-            line = raw.decode("utf-8", "replace").strip()
-            if not line.startswith("data:"):
-                continue
-            data = line[5:].strip()
-            if data == "[DONE]":
-                break
-            chunk = _parse_json(self.url + path, data.encode())
-            if ttft is None and any(c.get("text") for c in chunk.get("choices") or []):
-                ttft = time.monotonic() - start
-            chunks.append(chunk)
-        return chunks, ttft
+class Retryable(SmokeFailure):
+    """Nothing answered, or not in time: worth another try while waiting for the server."""
 
 
 class HTTPFailure(SmokeFailure):
     def __init__(self, path, status, message):
         self.status, self.server_message = status, message
         super().__init__("%s answered HTTP %d: %s" % (path, status, message))
+
+
+class Client:
+    """JSON over HTTP to one SGLang server, with errors turned into sentences.
+
+    Each request runs in a worker thread that the caller waits for at most `timeout` seconds: socket
+    timeouts apply per read, so a server trickling a byte a second would otherwise hold the run forever.
+    """
+
+    def __init__(self, url, api_key=None, timeout=900, validate_certs=True):
+        self.url, self.api_key, self.timeout, self.validate_certs = url.rstrip("/"), api_key, timeout, validate_certs
+        self.calls = 0
+
+    def _open(self, method, path, payload, seconds):
+        headers = {"Content-Type": "application/json", "Accept": "application/json"}
+        if self.api_key:
+            headers["Authorization"] = "Bearer " + self.api_key
+        data = None if payload is None else json.dumps(payload)
+        try:
+            return open_url(self.url + path, method=method, data=data, headers=headers, timeout=seconds,
+                            validate_certs=self.validate_certs, follow_redirects="safe")
+        except HTTPError as error:
+            if error.code in (401, 403):
+                raise SmokeFailure(self._auth_message(path, error.code, _read_error_body(error))) from None
+            raise HTTPFailure(path, error.code, _read_error_body(error)) from None
+        except TimeoutError:
+            raise self._late(method, path, seconds) from None
+        except URLError as error:
+            reason = getattr(error, "reason", error)
+            if isinstance(reason, (socket.timeout, TimeoutError)):
+                raise self._late(method, path, seconds) from None
+            raise Retryable("Nothing is answering at %s (%s). Is the SGLang service running and listening "
+                            "there? Check: systemctl status sglang; journalctl -u sglang -n 50."
+                            % (self.url, reason)) from None
+        except ValueError as error:  # urllib's "unknown url type" and the like: no retry can fix it
+            raise SmokeFailure("url=%r cannot be requested (%s): fix url." % (self.url, error)) from None
+        except (ConnectionError, OSError) as error:
+            raise Retryable("The connection to %s failed: %s. Is the SGLang service running?"
+                            % (self.url, error)) from None
+
+    def _auth_message(self, path, status, body):
+        if self.api_key:
+            return ("%s answered HTTP %d (%s): the server refused the api_key given; pass its --api-key as "
+                    "api_key (the role passes sglang_api_key)." % (path, status, body))
+        return ("%s answered HTTP %d (%s): the server requires an API key; pass it as api_key (the role passes "
+                "sglang_api_key)." % (path, status, body))
+
+    def _late(self, method, path, seconds):
+        return Retryable("%s %s did not finish within %s s (timeout, one deadline per request): the server may "
+                         "be overloaded, stalled, or the prompt too long for that time: raise the module's "
+                         "timeout." % (method, self.url + path, _secs(seconds)))
+
+    def request(self, method, path, payload=None, seconds=None, consume=None):
+        """Open, then consume(response) in a worker; the whole exchange must end within `seconds`."""
+        seconds = seconds or self.timeout
+        consume = consume or (lambda response: _parse_json(self.url + path, response.read()))
+        holder = {}
+        self.calls += 1
+
+        def work():
+            try:
+                holder["response"] = self._open(method, path, payload, seconds)
+                holder["value"] = consume(holder["response"])
+            except TimeoutError:
+                holder["error"] = self._late(method, path, seconds)
+            except BaseException as error:  # noqa: BLE001 - handed to the waiting caller
+                holder["error"] = error
+
+        worker = threading.Thread(target=work, name="sglang-smoke-request", daemon=True)
+        worker.start()
+        worker.join(seconds)
+        if worker.is_alive():
+            _abort(holder.get("response"))
+            raise self._late(method, path, seconds)
+        if "error" in holder:
+            raise holder["error"]
+        return holder["value"]
+
+    def json(self, method, path, payload=None, seconds=None):
+        return self.request(method, path, payload, seconds)
+
+    def stream(self, path, payload):
+        """POST with stream=true; returns (chunks, seconds to first text chunk)."""
+        start = time.monotonic()
+
+        def consume(response):
+            chunks, ttft = [], None
+            for raw in response:
+                line = raw.decode("utf-8", "replace").strip()
+                if not line.startswith("data:"):
+                    continue
+                data = line[5:].strip()
+                if data == "[DONE]":
+                    break
+                chunk = _parse_json(self.url + path, data.encode())
+                if isinstance(chunk, dict) and chunk.get("error"):  # SGLang streams errors as a data event
+                    error = chunk["error"]
+                    raise SmokeFailure("%s streamed an error: %s" % (
+                        path, error.get("message") if isinstance(error, dict) else error))
+                if ttft is None and any(c.get("text") for c in chunk.get("choices") or []):
+                    ttft = time.monotonic() - start
+                chunks.append(chunk)
+            return chunks, ttft
+
+        return self.request("POST", path, payload, consume=consume)
+
+
+def _abort(response):
+    """Best effort: shut the socket of a request past its deadline so its worker stops reading."""
+    raw = getattr(getattr(response, "fp", None), "raw", None)
+    sock = getattr(raw, "_sock", None)
+    try:
+        if sock is not None:
+            sock.shutdown(socket.SHUT_RDWR)
+        if response is not None:
+            response.close()
+    except (OSError, ValueError, AttributeError):
+        pass
+
+
+def _secs(seconds):
+    return ("%d" % seconds) if float(seconds).is_integer() else ("%.1f" % seconds)
 
 
 def _read_error_body(error):
@@ -264,22 +396,74 @@ def fmt(number):
     return f"{number:,}"
 
 
+# -- parameters ------------------------------------------------------------------------------------------
+def check_url(url):
+    """A malformed URL fails at once: waiting cannot fix it."""
+    try:
+        parts = urlsplit(url)
+        port = parts.port  # raises ValueError on a port that is not a number in 0-65535
+    except ValueError as error:
+        raise SmokeFailure("url=%r is not a valid URL (%s): give e.g. http://127.0.0.1:30000." % (url, error)) from None
+    if parts.scheme not in ("http", "https") or not parts.hostname or any(c.isspace() for c in url) or port == 0:
+        raise SmokeFailure("url=%r is not an http(s) URL with a host and port: give e.g. http://127.0.0.1:30000."
+                           % (url,))
+
+
+def parse_prompt_tokens(asked):
+    """'target', 'full' or a positive number of tokens (1_000 and 1,000 read as 1000)."""
+    text = str(asked).strip().lower()
+    if text in ("target", "full"):
+        return text
+    try:
+        value = int(text.replace("_", "").replace(",", ""))
+    except ValueError:
+        raise SmokeFailure("prompt_tokens=%r is neither 'target', 'full' nor a number of tokens: give one of "
+                           "them." % (asked,)) from None
+    if value <= 0:
+        raise SmokeFailure("prompt_tokens=%r must be a positive number of tokens (or 'target' or 'full')." % (asked,))
+    return value
+
+
+def validate(params):
+    """Refuse bad parameters before any request; returns the parsed prompt size."""
+    check_url(params["url"])
+    for name, least, hint in (
+            ("min_pool_tokens", 1, "leave it unset to require the server's own context length"),
+            ("context_target", 1, "give the context the deployment promises, e.g. 200000"),
+            ("timeout", 1, "give the seconds one request may take, e.g. 900"),
+            ("wait_ready", 0, "give the seconds to wait for readiness; 0 checks once"),
+            ("max_tokens", 1, "give the tokens the answer may take, e.g. 32")):
+        value = params.get(name)
+        if value is not None and value < least:
+            raise SmokeFailure("%s=%r must be at least %d: %s." % (name, value, least, hint))
+    if not params["filler"] or not params["filler"].strip():
+        raise SmokeFailure("filler=%r is empty: give a sentence to repeat." % (params["filler"],))
+    if params["question"] == "needle" and re.search(r"\d", params["filler"]):
+        raise SmokeFailure("filler=%r holds a digit: with question=needle the needle must be the only number in "
+                           "the prompt; use a filler without digits." % (params["filler"],))
+    if params.get("expect") is not None:
+        try:
+            re.compile(params["expect"])
+        except re.error as error:
+            raise SmokeFailure("expect=%r is not a valid regular expression (%s): fix expect, or leave it unset."
+                               % (params["expect"], error)) from None
+    return parse_prompt_tokens(params["prompt_tokens"])
+
+
+# -- the server ------------------------------------------------------------------------------------------
 def wait_ready(client, seconds):
     """Poll /health_generate (a real one-token generation) until it answers 200."""
     deadline = time.monotonic() + seconds
     last = None
     while True:
         try:
-            client._open("GET", "/health_generate", timeout=min(client.timeout, 60))
+            client.request("GET", "/health_generate", seconds=min(client.timeout, 60), consume=lambda r: r.read())
             return
         except HTTPFailure as error:
-            if error.status in (401, 403):
-                raise SmokeFailure("/health_generate refused the request (HTTP %d: %s): check api_key."
-                                   % (error.status, error.server_message)) from None
             last = "HTTP %d %s" % (error.status, error.server_message)
-        except SmokeFailure as error:
+        except Retryable as error:
             last = str(error)
-            if "Nothing is answering" in last and seconds <= 0:
+            if seconds <= 0 and last.startswith("Nothing is answering"):
                 raise
         if time.monotonic() >= deadline:
             raise SmokeFailure("The server at %s was not ready within %d s: /health_generate last gave %s. It may "
@@ -313,7 +497,12 @@ def pool_from_info(info):
 
 
 def served_model(client, info):
-    """(model name, context length) from /v1/models, else from the server info's server args."""
+    """(model name, context length).
+
+    The context length is /v1/models' max_model_len: TokenizerManager's model_config.context_len in 0.5.9
+    and 0.5.23, the number it refuses longer inputs by. The server info's context_length is the
+    --context-length argument (null when the model config's length applies), the fallback.
+    """
     try:
         data = client.json("GET", "/v1/models").get("data") or []
     except HTTPFailure as error:
@@ -328,8 +517,48 @@ def served_model(client, info):
     return name, info.get("context_length")
 
 
+def check_capacity(params, checks, pool, context_length):
+    """The context length holds the target, and the pool holds the context (and min_pool_tokens)."""
+    target, least = params.get("context_target"), params.get("min_pool_tokens")
+    if not isinstance(context_length, int) or context_length <= 0:
+        raise SmokeFailure("The server reported no context length (/v1/models max_model_len, server info "
+                           "context_length), so the pool cannot be compared with it; is this an SGLang server?")
+    reasons = []
+    if target is not None:
+        ok = context_length >= target
+        checks.append({"name": "context", "ok": ok, "detail": "context length %s tokens %s %s (context_target)"
+                       % (fmt(context_length), ">=" if ok else "<", fmt(target))})
+        if not ok:
+            reasons.append(
+                "The server's context length is %s tokens, under the context target of %s (context_target=%d): it "
+                "refuses longer prompts. Start SGLang with --context-length %d (the role sets it from "
+                "sglang_context_target) or lower context_target." % (fmt(context_length), fmt(target), target, target))
+    need = max(context_length, least or 0)
+    why = "the context length" if need == context_length else "min_pool_tokens=%d" % least
+    ok = pool >= need
+    checks.append({"name": "pool", "ok": ok, "detail": "pool %s tokens %s %s (%s)"
+                   % (fmt(pool), ">=" if ok else "<", fmt(need), why)})
+    if not ok:
+        reasons.append(
+            "The KV pool holds %s tokens (max_total_num_tokens=%d), under the %s required (%s; the server's "
+            "context length is %s): a request that long would be rejected. Raise --mem-fraction-static (re-plan "
+            "with this host's calibration: the planner does it), use an fp8 KV cache, or lower the context "
+            "target." % (fmt(pool), pool, fmt(need), why, fmt(context_length)))
+    if reasons:
+        raise SmokeFailure(" ".join(reasons))
+
+
+# -- the prompt ------------------------------------------------------------------------------------------
+def make_prompt_parts(question, filler):
+    """(head, filler, tail, needle): the needle is new on every call, so no server can know it."""
+    if question == "needle":
+        needle = random.SystemRandom().randint(1_000_000, 9_999_999)
+        return NEEDLE_HEAD % needle, filler, NEEDLE_TAIL, needle
+    return "", filler, "\n" + FOX_QUESTION, None
+
+
 class PromptSizer:
-    """Sizes filler * k + question to a token count as the server counts it.
+    """Sizes head + filler * k + tail to a token count as the server counts it.
 
     The count is linear in k for a repeated filler (tokenizers see the same pieces each time), so two
     short measurements give the slope and intercept; /tokenize, where the server has it, then checks
@@ -337,12 +566,13 @@ class PromptSizer:
     1-token completion and the long request's own usage is the final word.
     """
 
-    def __init__(self, client, model, filler, question):
-        self.client, self.model, self.filler, self.question = client, model, filler, question
+    def __init__(self, client, model, head, filler, tail):
+        self.client, self.model, self.head, self.filler, self.tail = client, model, head, filler, tail
         self.has_tokenize = True
+        self.slope = self.intercept = None
 
     def text(self, repeats):
-        return self.filler * repeats + "\n" + self.question
+        return self.head + self.filler * repeats + self.tail
 
     def count(self, repeats):
         prompt = self.text(repeats)
@@ -360,22 +590,59 @@ class PromptSizer:
         return int(response["usage"]["prompt_tokens"])
 
     def size(self, target):
+        """(prompt, its token count: the server's where /tokenize exists, else the linear estimate)."""
         small, large = 8, 64
         base_small, base_large = self.count(small), self.count(large)
-        per_repeat = (base_large - base_small) / float(large - small)
-        if per_repeat <= 0:
+        self.slope = (base_large - base_small) / float(large - small)
+        if self.slope <= 0:
             raise SmokeFailure("The server counts the same tokens for %d and %d fillers; cannot size a prompt."
                                % (small, large))
-        intercept = base_small - per_repeat * small
-        repeats = max(1, int(round((target - intercept) / per_repeat)))
-        counted = None
+        self.intercept = base_small - self.slope * small
+        repeats = max(1, int(round((target - self.intercept) / self.slope)))
+        counted = int(round(self.intercept + self.slope * repeats))
         if self.has_tokenize:
             for _ in range(4):
                 counted = self.count(repeats)
                 if abs(counted - target) <= max(1, target * 0.002):
                     break
-                repeats = max(1, repeats + int(round((target - counted) / per_repeat)))
+                repeats = max(1, repeats + int(round((target - counted) / self.slope)))
         return self.text(repeats), counted
+
+
+def accepted_tokens(pool, max_req_input_len, context_length, max_tokens):
+    """The longest prompt SGLang takes: TokenizerManager wants input + max_tokens < context length,
+    the Scheduler input < max_req_input_len (which already holds min(context, pool) - 6)."""
+    limits = [pool - 6, context_length - max_tokens - 1]
+    if max_req_input_len:
+        limits.append(max_req_input_len - 1)
+    return min(limits)
+
+
+def prompt_target(asked, accepted, params, context_length, max_req_input_len):
+    """The prompt size to build; a number the server would refuse is refused here, before sending."""
+    if asked == "full":
+        return int(accepted - math.ceil(accepted * 0.005))
+    if asked == "target":
+        fill_to = params.get("context_target") or context_length
+        aim = min(int(fill_to * TARGET_FILL), int(accepted - math.ceil(accepted * 0.005)))
+        if aim < fill_to * TARGET_MIN:
+            raise SmokeFailure(
+                "prompt_tokens=target needs at least %s tokens (95%% of %s) but the server accepts %s (context "
+                "length %s less max_tokens=%d, max_req_input_len %s): lower max_tokens or raise the context."
+                % (fmt(int(math.ceil(fill_to * TARGET_MIN))), fmt(fill_to), fmt(accepted), fmt(context_length),
+                   params["max_tokens"], fmt(max_req_input_len) if max_req_input_len else "unknown"))
+        return aim
+    if asked > accepted:
+        raise SmokeFailure(too_long("prompt_tokens=%d asks for %s tokens" % (asked, fmt(asked)), accepted,
+                                    context_length, max_req_input_len, params["max_tokens"]))
+    return asked
+
+
+def too_long(what, accepted, context_length, max_req_input_len, max_tokens):
+    return ("%s, more than the %s this server accepts (context length %s tokens less max_tokens=%d for the "
+            "answer; max_req_input_len %s), so SGLang would refuse it with HTTP 400. Not sent: lower "
+            "prompt_tokens, or use 'target' or 'full'." % (what, fmt(accepted), fmt(context_length), max_tokens,
+                                                           fmt(max_req_input_len) if max_req_input_len else "unknown"))
 
 
 def long_request(client, model, prompt, max_tokens, stream):
@@ -397,26 +664,22 @@ def long_request(client, model, prompt, max_tokens, stream):
     return text, usage, elapsed, ttft
 
 
-def target_tokens(asked, pool, max_req_input_len, context_length, max_tokens):
-    """The prompt size to build: a number, or 'full' = just under what the server accepts."""
-    limits = [pool - 6]
-    if max_req_input_len:
-        limits.append(max_req_input_len - 1)
-    if context_length:
-        limits.append(context_length - max_tokens - 1)
-    accepted = min(limits)
-    if str(asked).strip().lower() == "full":
-        return int(accepted - math.ceil(accepted * 0.005)), accepted
-    try:
-        value = int(str(asked).replace("_", "").replace(",", ""))
-    except ValueError:
-        raise SmokeFailure("prompt_tokens must be a number of tokens or 'full', got %r." % (asked,)) from None
-    if value <= 0:
-        raise SmokeFailure("prompt_tokens must be positive, got %r." % (asked,))
-    return value, accepted
+def answer_matches(expect, text):
+    """Search the answer; digit-group separators (4,821,937 or 4 821 937) do not hide a number."""
+    plain = re.sub(r"(?<=\d)[,.' _\u00a0\u202f](?=\d{3}\b)", "", text)
+    return re.search(expect, text, re.IGNORECASE) is not None or re.search(expect, plain, re.IGNORECASE) is not None
 
 
+# -- the proof -------------------------------------------------------------------------------------------
 def run(params, result):
+    asked = validate(params)
+    head, filler, tail, needle = make_prompt_parts(params["question"], params["filler"])
+    expect = params.get("expect")
+    if expect is None:
+        expect = r"\b%d\b" % needle if needle is not None else r"\bdog\b"
+    result.update(question=params["question"], needle=needle, expect=expect,
+                  context_target=params.get("context_target"))
+
     client = Client(params["url"], params["api_key"], params["timeout"], params["validate_certs"])
     checks = result["checks"]
     wait_ready(client, params["wait_ready"])
@@ -424,41 +687,44 @@ def run(params, result):
 
     pool, max_req_input_len, info = server_info(client)
     model, context_length = served_model(client, info)
-    result.update(pool_tokens=pool, max_req_input_len=max_req_input_len, context_length=context_length)
-    want = params["min_pool_tokens"]
-    pool_ok = pool >= want
-    relation = ">=" if pool_ok else "<"
-    checks.append({"name": "pool", "ok": pool_ok, "detail": "pool %s tokens %s %s" % (fmt(pool), relation, fmt(want))})
-    if not pool_ok:
-        raise SmokeFailure(
-            "The KV pool holds %s tokens (max_total_num_tokens=%d), under the %s required (min_pool_tokens=%d): "
-            "a request that long would be rejected. Raise --mem-fraction-static (re-plan with this host's "
-            "calibration: the planner does it), use an fp8 KV cache, or lower the context target."
-            % (fmt(pool), pool, fmt(want), want))
+    result.update(pool_tokens=pool, max_req_input_len=max_req_input_len, context_length=context_length,
+                  min_pool_tokens=max(context_length or 0, params.get("min_pool_tokens") or 0) or None)
+    check_capacity(params, checks, pool, context_length)
 
-    target, accepted = target_tokens(params["prompt_tokens"], pool, max_req_input_len, context_length,
-                                     params["max_tokens"])
+    accepted = accepted_tokens(pool, max_req_input_len, context_length, params["max_tokens"])
+    target = prompt_target(asked, accepted, params, context_length, max_req_input_len)
+    result["prompt_target"] = target
     model = params["model"] or model
-    sizer = PromptSizer(client, model, params["filler"], params["question"])
+    sizer = PromptSizer(client, model, head, filler, tail)
     calls_before = client.calls
-    prompt, _ = sizer.size(target)
+    prompt, counted = sizer.size(target)
     result["calibration_calls"] = client.calls - calls_before
+    if counted > accepted:
+        how = "counted by the server's /tokenize" if sizer.has_tokenize else "estimated from short requests"
+        raise SmokeFailure(too_long("The sized prompt has %s tokens (%s)" % (fmt(counted), how), accepted,
+                                    context_length, max_req_input_len, params["max_tokens"]))
 
     text, usage, elapsed, ttft = long_request(client, model, prompt, params["max_tokens"], params["stream"])
     counted = int(usage["prompt_tokens"])
     result.update(prompt_tokens=counted, completion_tokens=int(usage.get("completion_tokens") or 0),
-                  completion=text, elapsed_s=round(elapsed, 3),
+                  completion=text, elapsed_s=round(elapsed, 3), ttft_s=round(ttft, 3) if ttft is not None else None,
                   prefill_tokens_per_s=round(counted / (ttft or elapsed), 1) if (ttft or elapsed) > 0 else None)
-    if ttft is not None:
-        result["ttft_s"] = round(ttft, 3)
     off = abs(counted - target) / float(target)
-    checks.append({"name": "prompt_tokens", "ok": off <= 0.01,
-                   "detail": "server counted %s prompt tokens for %s asked (%.2f%% off; the server accepts up to %s)"
-                             % (fmt(counted), fmt(target), off * 100, fmt(accepted))})
-    answer_ok = re.search(params["expect"], text, re.IGNORECASE) is not None
-    verdict = "matches" if answer_ok else "does not match"
-    checks.append({"name": "answer", "ok": answer_ok,
-                   "detail": "answer %r %s /%s/" % (text, verdict, params["expect"])})
+    detail = ("server counted %s prompt tokens for %s asked (%.2f%% off; the server accepts up to %s)"
+              % (fmt(counted), fmt(target), off * 100, fmt(accepted)))
+    size_ok = off <= 0.01
+    if asked == "target":
+        fill_to = params.get("context_target") or context_length
+        filled = counted / float(fill_to)
+        size_ok = size_ok and filled >= TARGET_MIN
+        detail += ", %.1f%% of the %s-token %s (95%% needed)" % (
+            filled * 100, fmt(fill_to), "context target" if params.get("context_target") else "context length")
+    checks.append({"name": "prompt_tokens", "ok": size_ok, "detail": detail})
+    answer_ok = answer_matches(expect, text)
+    where = (" (the needle stated once at the start of the prompt; a server that dropped early context cannot "
+             "answer it)" if needle is not None and params.get("expect") is None else "")
+    checks.append({"name": "answer", "ok": answer_ok, "detail": "answer %r %s /%s/%s" % (
+        text, "matches" if answer_ok else "does not match", expect, where)})
     failed = [c for c in checks if not c["ok"]]
     if failed:
         raise SmokeFailure("Smoke test failed: " + "; ".join(c["detail"] for c in failed))
@@ -469,26 +735,23 @@ def main():
         argument_spec={
             "url": {"type": "str", "default": "http://127.0.0.1:30000"},
             "api_key": {"type": "str", "no_log": True},
-            "min_pool_tokens": {"type": "int", "required": True},
-            "prompt_tokens": {"type": "str", "default": "60000"},
-            "filler": {"type": "str", "default": "The quick brown fox jumps over the lazy dog. "},
-            "question": {"type": "str", "default": "In one word, what animal is mentioned?"},
-            "expect": {"type": "str", "default": r"\bdog\b"},
-            "max_tokens": {"type": "int", "default": 4},
+            "min_pool_tokens": {"type": "int"},
+            "context_target": {"type": "int"},
+            "prompt_tokens": {"type": "str", "default": "target"},
+            "question": {"type": "str", "default": "needle", "choices": ["needle", "fox"]},
+            "filler": {"type": "str", "default": FOX_FILLER},
+            "expect": {"type": "str"},
+            "max_tokens": {"type": "int", "default": 32},
             "timeout": {"type": "int", "default": 900},
             "wait_ready": {"type": "int", "default": 300},
             "model": {"type": "str"},
-            "stream": {"type": "bool", "default": False},
+            "stream": {"type": "bool", "default": True},
             "validate_certs": {"type": "bool", "default": True},
         },
         supports_check_mode=True,
     )
-    result = {"changed": False, "ok": False, "checks": []}
-    try:
-        re.compile(module.params["expect"])
-    except re.error as error:
-        module.fail_json(msg="expect is not a valid regular expression (%s): %r" % (error, module.params["expect"]),
-                         **result)
+    result = {"changed": False, "ok": False, "checks": [], "question": module.params["question"], "needle": None,
+              "context_target": module.params["context_target"]}
     try:
         run(module.params, result)
     except SmokeFailure as error:

@@ -10,6 +10,7 @@ from .calibration import calibrate
 from .memory import forward as _forward
 from .model import cell_bytes as _cell_bytes
 from .plan import plan
+from .releases import RULES, rules_for
 from .spec import KVPlanError, load_presets, normalize_spec
 
 
@@ -21,4 +22,4 @@ def pool_tokens(spec, fraction=None):
     return _forward(normalize_spec(spec), fraction)
 
 
-__all__ = ["KVPlanError", "calibrate", "cell_bytes", "load_presets", "plan", "pool_tokens"]
+__all__ = ["RULES", "KVPlanError", "calibrate", "cell_bytes", "load_presets", "plan", "pool_tokens", "rules_for"]

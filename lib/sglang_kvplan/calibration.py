@@ -3,19 +3,22 @@
 SGLang logs P and A with two decimals ('avail mem=85.33 GB'): 0.005 GiB is ~76 tokens of Kimi's
 pool, enough to plan a hair short. The pool it logged at a known fraction pins A exactly:
     N = floor((A - P * (1 - f)) * 2**30 / cell)  =>  A = (N + 0.5) * cell / 2**30 + P * (1 - f)
-(the + 0.5 puts A mid-way in the one-token window the floor leaves).
+(the + 0.5 puts A mid-way in the one-token window the floor leaves). A pool pinned by
+--max-total-tokens says nothing about the profile, so then the logged A is kept as it is.
 """
 
-from .memory import GIB, pool_tokens
+from .memory import GIB, draft_loads_before_profile, pool_tokens
 from .model import cell_bytes
 from .spec import KVPlanError, normalize_spec
 
 
 def calibrate(raw_spec, boot):
-    """`boot`: pre_load_avail_gib, post_load_avail_gib (as logged), mem_fraction_static, pool_tokens.
+    """`boot`: pre_load_avail_gib, post_load_avail_gib (the TARGET's, as logged), mem_fraction_static,
+    pool_tokens; optionally max_total_tokens (the cap the boot ran with), draft_weights_gib (the draft's
+    'Load weight' drop) and pool_end_avail_gib (free after the pool: the measured headroom).
 
     Returns {pre_load_avail_gib, post_load_avail_gib, logged_post_load_avail_gib, mem_fraction_static,
-    pool_tokens} with A refined from the pool, checked against the logged A.
+    pool_tokens, pinned, [draft_weights_gib], [headroom_gib]} with A refined from an unpinned pool.
     """
     spec = normalize_spec(dict(raw_spec, pre_load_avail_gib=None, post_load_avail_gib=None))
     try:
@@ -26,13 +29,25 @@ def calibrate(raw_spec, boot):
     except (KeyError, TypeError, ValueError) as error:
         raise KVPlanError("boot: needs pre_load_avail_gib, post_load_avail_gib, mem_fraction_static and "
                           "pool_tokens read from SGLang's log; got %r (%s)." % (boot, error)) from None
+    cap = boot.get("max_total_tokens")
+    pinned = cap not in (None, "") and pool >= int(cap)
     cell = cell_bytes(spec)
-    post = (pool + 0.5) * cell / GIB + pre * (1 - fraction)
-    if spec["page_size"] == 1 and abs(post - logged_post) > 0.011:
+    # A refined from the pool is what the profile started from; a draft loaded before it (0.5.23) took its
+    # weights from there, so they are added back to give the target's A.
+    before = float(boot.get("draft_weights_gib") or 0.0) if draft_loads_before_profile(spec) else 0.0
+    post = (pool + 0.5) * cell / GIB + pre * (1 - fraction) + before
+    if pinned:
+        post = logged_post
+    elif spec["page_size"] == 1 and abs(post - logged_post) > 0.011:
         # The logged A disagrees with the pool by more than its rounding: the cell or the fraction is not
         # what SGLang used (another KV dtype, a draft model, a max_total_tokens cap). Trust the log.
         post = logged_post
-    if pool_tokens(pre, post, fraction, cell, spec["page_size"]) > pool:
+    if pool_tokens(pre, post - before, fraction, cell, spec["page_size"]) > pool:
         post = logged_post
-    return {"pre_load_avail_gib": round(pre, 6), "post_load_avail_gib": round(post, 6),
-            "logged_post_load_avail_gib": logged_post, "mem_fraction_static": fraction, "pool_tokens": pool}
+    result = {"pre_load_avail_gib": round(pre, 6), "post_load_avail_gib": round(post, 6),
+              "logged_post_load_avail_gib": logged_post, "mem_fraction_static": fraction, "pool_tokens": pool,
+              "pinned": pinned}
+    for key, name in (("draft_weights_gib", "draft_weights_gib"), ("pool_end_avail_gib", "headroom_gib")):
+        if boot.get(key) not in (None, ""):
+            result[name] = round(float(boot[key]), 6)
+    return result

@@ -1,13 +1,14 @@
 """P and A (free GiB before and after the weights load) and SGLang's pool formula.
 
 SGLang sizes the pool once, at startup (model_runner profile_max_num_token, every version 0.4-0.5.23):
-    rest_gib = A - P * (1 - mem_fraction_static)
+    rest_gib = A - P * (1 - mem_fraction_static)      (A less a draft's weights where 0.5.23 loads it first)
     N        = floor(rest_gib * 2**30 / cell_bytes) // page_size * page_size
 P and A are MIN over all ranks, in GiB ("GB" in SGLang's logs is GiB). They are measured by a
 calibration (the 'avail mem' that 'Load weight begin/end' logs), or estimated before the first boot.
 """
 
-from .model import cell_bytes
+from .model import attn_tp_size, cell_bytes
+from .releases import rules_for
 from .spec import KVPlanError
 
 GIB = 1 << 30
@@ -44,6 +45,34 @@ def memory(spec):
     return pre, pre - weights, False, assumptions
 
 
+def draft_weights(spec):
+    """(GiB per GPU, note) of a speculative draft's weights: measured, or its checkpoint over attention TP."""
+    spec_cfg = spec["speculative"]
+    if not spec_cfg or spec_cfg["algorithm"] == "NGRAM":
+        return 0.0, None
+    if spec_cfg["draft_weights_gib"] is not None:
+        return spec_cfg["draft_weights_gib"], "draft weights %.2f GiB per GPU (measured or given)" % (
+            spec_cfg["draft_weights_gib"])
+    if spec_cfg["draft_checkpoint_gib"] is not None:
+        weights = spec_cfg["draft_checkpoint_gib"] / attn_tp_size(spec)
+        return weights, ("draft weights %.2f GiB per GPU: its checkpoint %.2f GiB over attention TP %d "
+                         "(an estimate)" % (weights, spec_cfg["draft_checkpoint_gib"], attn_tp_size(spec)))
+    return 0.0, "draft weights not known (no draft checkpoint size): counted as 0 until a boot measures them"
+
+
+def draft_loads_before_profile(spec):
+    """0.5.23 loads the draft before it profiles the pool (its weights come out of f x P); 0.5.9 after."""
+    if not spec["speculative"]:
+        return False
+    _, rules = rules_for(spec["version"], spec["pool_rules"])
+    return rules["speculative_pool"] == "in_cell"
+
+
+def profile_post(spec, post):
+    """The free memory SGLang profiles from: A (after the target's weights) less a draft loaded before it."""
+    return post - draft_weights(spec)[0] if draft_loads_before_profile(spec) else post
+
+
 def pool_tokens(pre_gib, post_gib, fraction, cell, page_size=1):
     """SGLang's max_total_num_tokens for these numbers; 0 where SGLang would refuse to start."""
     rest_gib = post_gib - pre_gib * (1 - fraction)
@@ -61,4 +90,4 @@ def forward(spec, fraction=None):
     if not 0.0 < float(fraction) < 1.0:
         raise KVPlanError("mem_fraction_static must be between 0 and 1, got %r." % (fraction,))
     pre, post, _, _ = memory(spec)
-    return pool_tokens(pre, post, float(fraction), cell_bytes(spec), spec["page_size"])
+    return pool_tokens(pre, profile_post(spec, post), float(fraction), cell_bytes(spec), spec["page_size"])

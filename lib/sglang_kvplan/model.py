@@ -5,14 +5,16 @@ Mirrors SGLang's model_runner / pool_configurator (docs/kv-pool-formula.md has t
       one latent vector serves K and V, and it is replicated on every attention-TP rank.
   MHA/GQA:  max(1, kv_heads // attn_tp) * (head_dim + v_head_dim) * L * elem
       attn_tp = tp / dp with DP attention; KV heads are replicated when tp > kv_heads.
-  L is the layer count on one pipeline stage; speculative drafts add cell * D / L (SGLang 0.5.15+).
+  L is the layer count on one pipeline stage. A speculative draft's KV is added per release
+  (releases.py): inside the cell in 0.5.23, beside the pool (out of the headroom) in 0.5.9.
 """
 
 import math
 
+from .releases import ELEM_BYTES, MODEL_FREE_ALGORITHMS, OWN_GEOMETRY_ALGORITHMS, RULES, rules_for
 from .spec import KVPlanError
 
-_ELEM_BYTES = {"bf16": 2, "bfloat16": 2, "fp16": 2, "float16": 2, "fp8_e4m3": 1, "fp8_e5m2": 1}
+_ELEM_BYTES = ELEM_BYTES
 _TORCH_DTYPE_BYTES = {"bfloat16": 2, "float16": 2, "half": 2, "float32": 4, "float": 4}
 
 
@@ -24,12 +26,71 @@ def text_config(config):
     return config
 
 
-def _field(config, name):
+def _field(config, name, default=None, where="model_config"):
+    """A positive integer field of a config.json; `default` when absent (None: required)."""
     value = config.get(name)
+    if value is None and default is not None:
+        return default
     if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-        raise KVPlanError("model_config: %r must be a positive integer in the model's config.json, "
-                          "got %r. Is this a decoder-only checkpoint's config.json?" % (name, value))
+        raise KVPlanError("%s: %r must be a positive integer in the model's config.json, got %r%s. Is this "
+                          "a decoder-only checkpoint's config.json?"
+                          % (where, name, value, " (a string)" if isinstance(value, str) else ""))
     return value
+
+
+# config.json keys that mean an attention layout the pool formula here does not describe.
+_UNSUPPORTED = (
+    ("sliding_window", "sliding-window attention (a second, windowed pool)"),
+    ("layer_types", "mixed layer types (sliding-window or linear attention layers)"),
+    ("full_attention_interval", "hybrid linear attention (Mamba/GDN state pools)"),
+    ("hybrid_override_pattern", "a hybrid Mamba model (state pools beside the KV pool)"),
+    ("mamba_d_state", "a Mamba model (state pools beside the KV pool)"),
+    ("index_topk", "DeepSeek sparse attention (an indexer cache, and 0.5.23 budgets MQA logits from "
+                   "mem_fraction_static)"),
+    ("attention_chunk_size", "chunked local attention"),
+)
+
+
+def _unsupported_layout(cfg):
+    for key, what in _UNSUPPORTED:
+        value = cfg.get(key)
+        if key == "sliding_window" and not cfg.get("use_sliding_window", "use_sliding_window" not in cfg):
+            continue  # Qwen2/3 carry a sliding_window they do not use
+        if key == "layer_types" and isinstance(value, list) and all(v == "full_attention" for v in value):
+            continue
+        if value:
+            return key, what
+    return None
+
+
+def check_geometry(spec):
+    """Refuse configs and parallelism the formula cannot size, with the knob to change."""
+    cfg = text_config(spec["model_config"])
+    unsupported = _unsupported_layout(cfg)
+    if unsupported:
+        raise KVPlanError("model_config: this checkpoint uses %s (config.json has %r), which the planner cannot "
+                          "size: its plan would be wrong. Size it by hand with --max-total-tokens, or choose a "
+                          "model with full attention (MLA or GQA)." % (unsupported[1], unsupported[0]))
+    heads = _field(cfg, "num_attention_heads")
+    _field(cfg, "num_hidden_layers")
+    for name in ("num_key_value_heads", "head_dim", "v_head_dim", "kv_lora_rank", "qk_rope_head_dim",
+                 "hidden_size", "max_position_embeddings"):
+        if cfg.get(name) is not None:
+            _field(cfg, name)
+    attn_tp = spec["tp_size"] // spec["dp_size"] if spec["enable_dp_attention"] else spec["tp_size"]
+    knob = "sglang_tp_size" + (" / sglang_dp_size" if spec["enable_dp_attention"] else "")
+    if heads % attn_tp:
+        raise KVPlanError("%s: attention TP %d does not divide the model's %d attention heads, which SGLang "
+                          "requires; use a divisor of %d." % (knob, attn_tp, heads, heads))
+    kv_heads = cfg.get("num_key_value_heads") or heads
+    if not is_mla(cfg) and kv_heads % attn_tp and attn_tp % kv_heads:
+        raise KVPlanError("%s: attention TP %d and the model's %d KV heads must divide one another (SGLang "
+                          "splits or replicates KV heads); use a divisor or a multiple of %d."
+                          % (knob, attn_tp, kv_heads, kv_heads))
+    if spec["pp_size"] > _field(cfg, "num_hidden_layers"):
+        raise KVPlanError("sglang_pp_size: %d pipeline stages for %d layers; use at most %d."
+                          % (spec["pp_size"], cfg["num_hidden_layers"], cfg["num_hidden_layers"]))
+    check_speculative(spec)
 
 
 def is_mla(config):
@@ -54,25 +115,107 @@ def layers_per_stage(config, pp_size):
     return math.ceil(_field(text_config(config), "num_hidden_layers") / pp_size)
 
 
-def cell_bytes(spec):
-    """KV bytes per token on one GPU for a normalised spec."""
-    config = spec["model_config"]
+def _own_cell(config, kv_elem, attn_tp, layers):
+    """KV bytes per token of `layers` layers with this config's attention on one GPU."""
     cfg = text_config(config)
-    elem = kv_elem_bytes(config, spec["kv_cache_dtype"])
-    layers = layers_per_stage(config, spec["pp_size"])
-    if is_mla(config):
-        cell = (_field(cfg, "kv_lora_rank") + _field(cfg, "qk_rope_head_dim")) * layers * elem
+    if is_mla(cfg):
+        return (_field(cfg, "kv_lora_rank") + _field(cfg, "qk_rope_head_dim")) * layers * kv_elem
+    heads = _field(cfg, "num_attention_heads")
+    kv_heads = _field(cfg, "num_key_value_heads", heads)
+    head_dim = _field(cfg, "head_dim", _field(cfg, "hidden_size") // heads)
+    v_head_dim = _field(cfg, "v_head_dim", head_dim)
+    return max(1, kv_heads // attn_tp) * (head_dim + v_head_dim) * layers * kv_elem
+
+
+def attn_tp_size(spec):
+    return spec["tp_size"] // spec["dp_size"] if spec["enable_dp_attention"] else spec["tp_size"]
+
+
+def target_cell_bytes(spec):
+    """The target model's KV bytes per token on one GPU (no draft)."""
+    config = spec["model_config"]
+    return _own_cell(config, kv_elem_bytes(config, spec["kv_cache_dtype"]), attn_tp_size(spec),
+                     layers_per_stage(config, spec["pp_size"]))
+
+
+def draft_layers(spec):
+    """Layers of the speculative draft, by algorithm: its own config's, or the target's MTP layers."""
+    spec_cfg = spec["speculative"]
+    algorithm = spec_cfg["algorithm"]
+    if algorithm in MODEL_FREE_ALGORITHMS:
+        return 0
+    if algorithm == "NEXTN" or spec_cfg["draft_model_config"] is None:
+        return _field(text_config(spec["model_config"]), "num_nextn_predict_layers", 1)
+    return _field(text_config(spec_cfg["draft_model_config"]), "num_hidden_layers",
+                  where="speculative.draft_model_config")
+
+
+def draft_cell_bytes(spec):
+    """The draft's own KV bytes per token on one GPU (its heads split over the attention TP, as
+    dflash_utils.dflash_draft_cell_size_per_token in 0.5.23 and the 0.5.9 draft runner do)."""
+    spec_cfg = spec["speculative"]
+    if not spec_cfg or not draft_layers(spec):
+        return 0
+    if spec_cfg["algorithm"] == "NEXTN" or spec_cfg["draft_model_config"] is None:
+        draft_config = spec["model_config"]  # MTP layers live in the target checkpoint
+        elem = kv_elem_bytes(draft_config, spec["kv_cache_dtype"])
     else:
-        heads = _field(cfg, "num_attention_heads")
-        kv_heads = cfg.get("num_key_value_heads") or heads
-        head_dim = cfg.get("head_dim") or _field(cfg, "hidden_size") // heads
-        v_head_dim = cfg.get("v_head_dim") or head_dim
-        attn_tp = spec["tp_size"] // spec["dp_size"] if spec["enable_dp_attention"] else spec["tp_size"]
-        cell = max(1, kv_heads // attn_tp) * (head_dim + v_head_dim) * layers * elem
-    draft = spec["speculative_draft_layers"]
-    if draft:
-        cell += int(cell * draft / layers)
-    return cell
+        draft_config = spec_cfg["draft_model_config"]
+        elem = kv_elem_bytes(draft_config, spec["kv_cache_dtype"])
+    return _own_cell(draft_config, elem, attn_tp_size(spec), draft_layers(spec))
+
+
+def cell_bytes(spec):
+    """KV bytes per token on one GPU as the release's profile divides by (the draft inside or not)."""
+    cell = target_cell_bytes(spec)
+    spec_cfg = spec["speculative"]
+    if not spec_cfg or not draft_layers(spec):
+        return cell
+    _, rules = rules_for(spec["version"], spec["pool_rules"])
+    if rules["speculative_pool"] != "in_cell":
+        return cell
+    if spec_cfg["algorithm"] in OWN_GEOMETRY_ALGORITHMS:
+        return cell + draft_cell_bytes(spec)
+    # EAGLE/EAGLE3/NEXTN/STANDALONE in 0.5.23: the target cell scaled by draft layers / target layers.
+    return cell + int(cell * draft_layers(spec) / layers_per_stage(spec["model_config"], spec["pp_size"]))
+
+
+def separate_draft_cell_bytes(spec):
+    """Draft KV bytes per token allocated beside the pool (0.5.9's separate draft pool), else 0."""
+    if not spec["speculative"]:
+        return 0
+    _, rules = rules_for(spec["version"], spec["pool_rules"])
+    return draft_cell_bytes(spec) if rules["speculative_pool"] == "separate" else 0
+
+
+def check_speculative(spec):
+    """The algorithm exists in the release, and the draft it needs is described."""
+    spec_cfg = spec["speculative"]
+    name, rules = rules_for(spec["version"], spec["pool_rules"])
+    if not spec_cfg:
+        return
+    algorithm = spec_cfg["algorithm"]
+    known = set().union(*(r["speculative_algorithms"] for r in RULES.values()))
+    if spec["pool_rules"] is not None and algorithm in known:
+        pass  # a fork (pool_rules named outright) may carry an algorithm its base release lacks
+    elif algorithm not in rules["speculative_algorithms"]:
+        raise KVPlanError("sglang_speculative.algorithm: %s is not a --speculative-algorithm of SGLang %s "
+                          "(its choices: %s). Use one of those, or a release that has it%s."
+                          % (algorithm, name, ", ".join(rules["speculative_algorithms"]),
+                             " (DFLASH: 0.5.23 and newer)" if algorithm == "DFLASH" else ""))
+    needs_draft = algorithm not in MODEL_FREE_ALGORITHMS and algorithm != "NEXTN"
+    if needs_draft and not spec_cfg["draft_model_path"]:
+        raise KVPlanError("sglang_speculative.draft_model_path: %s needs a draft model; set draft_model_path "
+                          "(and draft_model_hf_repo to fetch it)." % algorithm)
+    if algorithm in OWN_GEOMETRY_ALGORITHMS and spec_cfg["draft_model_config"] is None:
+        raise KVPlanError("sglang_speculative: %s sizes the draft's KV from the draft's config.json, which was "
+                          "not read (draft_model_config is empty): stage the draft at draft_model_path." % algorithm)
+    if spec_cfg["draft_model_config"] is not None and draft_layers(spec):
+        unsupported = _unsupported_layout(text_config(spec_cfg["draft_model_config"]))
+        if unsupported:
+            raise KVPlanError("sglang_speculative: the draft model uses %s, which the planner cannot size."
+                              % unsupported[1])
+        draft_cell_bytes(spec)
 
 
 def describe_cell(spec):

@@ -1,32 +1,53 @@
-"""From a context target to SGLang's three levers: permission, capacity, concurrency.
+"""From a context target to SGLang's four levers: permission, capacity, ceiling, concurrency.
 
   --context-length        permission: the longest request the server accepts (the target);
-  --mem-fraction-static   capacity: the smallest fraction (3 decimals, rounded up) whose pool
-                          holds the target, plus `uncalibrated_margin` while P and A are estimates,
-                          and that still leaves `min_headroom_gib` of (1 - f) * P for CUDA graphs,
-                          activations, NCCL and the req_to_token pool;
-  --max-running-requests  concurrency: how many full-length requests the pool holds, bounded as
-                          SGLang bounds it (at least 1, at most N // 2 per DP group).
+  --max-total-tokens      capacity: the pool, pinned. SGLang allocates min(profiled, cap) tokens and
+                          nothing more (0.5.9 init_memory_pool, 0.5.23 _apply_token_constraints), so a
+                          pinned pool is exact on the first boot whatever P and A turn out to be;
+  --mem-fraction-static   the ceiling the profile may use: high enough that the profile reaches the
+                          cap, and such that (1 - f) x P, what is left if it does not, is at most the
+                          headroom asked for, never 0.99 or more;
+  --max-running-requests  concurrency: how many full-length requests the pool holds.
+
+Pool policies (`pool_policy`): 'target' pins the pool to the target (the default); 'max' pins it to
+the most the calibrated headroom allows (more concurrency, applied only from a calibration); 'fraction'
+is the older scheme, no pin, the smallest fraction whose profile reaches the target (plus a margin while
+P and A are estimates).
 """
 
 import math
 
-from .memory import GIB, memory, pool_tokens
-from .model import cell_bytes, describe_cell, native_context
-from .spec import KVPlanError, normalize_spec
+from .memory import GIB, draft_weights, memory, pool_tokens, profile_post
+from .model import (
+    cell_bytes,
+    describe_cell,
+    draft_cell_bytes,
+    native_context,
+    separate_draft_cell_bytes,
+    target_cell_bytes,
+)
+from .releases import rules_for
+from .spec import KVPlanError, load_presets, normalize_spec
+
+FRACTION_LIMIT = 0.98  # never plan 0.99+: SGLang would keep nothing for itself if the profile fell short
+REQ_TABLE_SHARE = 0.5  # the request-to-token table may take at most this share of the headroom
 
 
 def _fmt(number):
     return f"{number:,}"
 
 
+def _floor3(value):
+    return math.floor(round(value * 1000, 6)) / 1000
+
+
 def _fraction_ceiling(pre, min_headroom):
-    """The largest fraction (3 decimals) that leaves min_headroom GiB of P unreserved."""
-    return math.floor(round((1 - min_headroom / pre) * 1000, 6)) / 1000
+    """The largest fraction (3 decimals) that leaves min_headroom GiB of `pre` unreserved."""
+    return min(_floor3(1 - min_headroom / pre), FRACTION_LIMIT)
 
 
 def smallest_fraction(pre, post, cell, page_size, tokens, ceiling):
-    """Smallest 3-decimal fraction whose pool holds `tokens`, or None above `ceiling`."""
+    """Smallest 3-decimal fraction whose profiled pool holds `tokens`, or None above `ceiling`."""
     need_gib = tokens * cell / GIB
     raw = 1 - (post - need_gib) / pre
     fraction = max(math.ceil(round(raw * 1000, 6)) / 1000, 0.001)
@@ -36,21 +57,24 @@ def smallest_fraction(pre, post, cell, page_size, tokens, ceiling):
     return fraction if fraction <= ceiling else None
 
 
+def _round_up(tokens, page):
+    return math.ceil(tokens / page) * page
+
+
+def _draft_extra_tokens(spec):
+    """Slots a full-length request needs beyond its context while verifying drafts: SGLang widens the
+    request table by --speculative-num-draft-tokens (0.5.9 model_runner_kv_cache_mixin.py,
+    extra_max_context_len); the pool gets the same slack so one request at full length still fits."""
+    spec_cfg = spec["speculative"]
+    if not spec_cfg:
+        return 0
+    return spec_cfg["num_draft_tokens"] or 0
+
+
 def _default_running_requests(spec, pool, target):
     attn_dp = spec["dp_size"] if spec["enable_dp_attention"] else 1
     per_group = max(1, min(pool // target, pool // 2))
     return per_group * attn_dp
-
-
-def _more_gpus_estimate(spec, pre, post, ceiling, margin):
-    """Tokens that would fit with the pipeline doubled: half the weights and layers per GPU."""
-    wider = dict(spec, pp_size=spec["pp_size"] * 2)
-    wider_post = pre - (pre - post) / 2
-    tokens = pool_tokens(pre, wider_post, ceiling, cell_bytes(wider), spec["page_size"])
-    gpus = spec["tp_size"] * wider["pp_size"]
-    return ("use more GPUs: with sglang_pp_size %d (%d GPUs, weights and layers split over twice as many) "
-            "about %s tokens would fit (an estimate; the run calibrates it)"
-            % (wider["pp_size"], gpus, _fmt(int(tokens / (1 + margin)))))
 
 
 def _beyond_native_window(spec):
@@ -64,34 +88,83 @@ def _beyond_native_window(spec):
             % (_fmt(spec["context_target"]), _fmt(native), _fmt(native)))
 
 
-def _infeasible(spec, pre, post, cell, required, ceiling, margin, calibrated, native_note):
+class _Budget:
+    """Where one GPU's memory goes after the weights load: A = pool + draft extras + headroom."""
+
+    def __init__(self, spec, post):
+        self.spec = spec
+        self.post = post
+        self.profile_post = profile_post(spec, post)  # what the profile starts from
+        self.cell = cell_bytes(spec)
+        self.side_cell = separate_draft_cell_bytes(spec)
+        self.draft_weights, self.draft_note = draft_weights(spec)
+
+    def headroom(self, pool):
+        """GiB left outside everything SGLang allocates for `pool` tokens (graphs, activations, NCCL)."""
+        return self.post - pool * (self.cell + self.side_cell) / GIB - self.draft_weights
+
+    def most_tokens(self, headroom):
+        """The largest pool that leaves `headroom` GiB."""
+        spare = self.post - self.draft_weights - headroom
+        page = self.spec["page_size"]
+        return max(int(spare * GIB // (self.cell + self.side_cell)) // page * page, 0)
+
+
+def _infeasible(spec, budget, pre, required, calibrated, native_note):
     target = spec["context_target"]
-    best = pool_tokens(pre, post, ceiling, cell, spec["page_size"])
-    avail_gib = max(post - pre * (1 - ceiling), 0.0)
+    headroom = spec["min_headroom_gib"]
+    # The most that fits: within the headroom, and within what the profile reaches at the highest fraction.
+    ceiling = _pinned_fraction(spec, pre, headroom)
+    profiled = pool_tokens(pre, budget.profile_post, ceiling, budget.cell, spec["page_size"]) if ceiling > 0 else 0
+    largest = min(budget.most_tokens(headroom), profiled) - _draft_extra_tokens(spec)
     fixes = []
     if spec["kv_cache_dtype"] not in ("fp8_e4m3", "fp8_e5m2"):
-        fp8 = dict(spec, kv_cache_dtype="fp8_e4m3")
-        fp8_cell = cell_bytes(fp8)
-        if fp8_cell < cell:
-            fp8_fraction = smallest_fraction(pre, post, fp8_cell, spec["page_size"], required, ceiling)
-            if fp8_fraction is not None:
-                fixes.append("set sglang_kv_cache_dtype: fp8_e4m3 (%s B/token, half the KV bytes): "
-                             "%s tokens fit at mem_fraction_static %.3f"
-                             % (_fmt(fp8_cell), _fmt(target), fp8_fraction))
-    largest = int(best / (1 + margin)) if best else 0
+        fp8 = _Budget(dict(spec, kv_cache_dtype="fp8_e4m3"), budget.post)
+        if fp8.cell < budget.cell and fp8.headroom(required) >= headroom:
+            fixes.append("set sglang_kv_cache_dtype: fp8_e4m3 (%s B/token instead of %s): %s tokens fit, leaving "
+                         "%.2f GiB" % (_fmt(fp8.cell), _fmt(budget.cell), _fmt(target), fp8.headroom(required)))
     if largest > 0:
-        fixes.append("lower sglang_context_target to at most %s, the most that fits as configured"
-                     % _fmt(largest))
-    fixes.append(_more_gpus_estimate(spec, pre, post, ceiling, margin))
-    basis = ("calibrated" if calibrated
-             else "uncalibrated estimate, with a %d%% margin" % round(margin * 100))
+        fixes.append("lower sglang_context_target to at most %s, the most that fits as configured" % _fmt(largest))
+    wider = dict(spec, pp_size=spec["pp_size"] * 2)
+    wider_post = pre - (pre - budget.post) / 2
+    fixes.append("use more GPUs: with sglang_pp_size %d (%d GPUs, weights and layers split over twice as many) "
+                 "about %s tokens would fit (an estimate; the run measures it)"
+                 % (wider["pp_size"], spec["tp_size"] * wider["pp_size"],
+                    _fmt(_Budget(wider, wider_post).most_tokens(headroom))))
+    draft = ""
+    if spec["speculative"]:
+        draft = " The %s draft takes %s B/token%s and %.2f GiB of weights per GPU." % (
+            spec["speculative"]["algorithm"], _fmt(draft_cell_bytes(spec)),
+            " inside each token's cell" if not budget.side_cell else " beside the pool", budget.draft_weights)
     raise KVPlanError(
         "context_target %s does not fit: it needs %.2f GiB of KV cache per GPU (%s tokens x %s B/token, %s), "
-        "but at most %.2f GiB per GPU is available: %.2f GiB free after the weights (A) less "
-        "min_headroom_gib %.2f GiB at mem_fraction_static %.3f (P %.2f GiB; %s). Fixes: %s.%s"
-        % (_fmt(target), required * cell / GIB, _fmt(required), _fmt(cell), describe_cell(spec),
-           avail_gib, post, spec["min_headroom_gib"], ceiling, pre, basis, "; or ".join(fixes),
+        "but at most %.2f GiB per GPU is available: %.2f GiB free after the weights (A) less min_headroom_gib "
+        "%.2f GiB (P %.2f GiB; %s).%s Fixes: %s.%s"
+        % (_fmt(target), required * budget.cell / GIB, _fmt(required), _fmt(budget.cell), describe_cell(spec),
+           max(budget.post - headroom, 0.0), budget.post, headroom, pre,
+           "calibrated" if calibrated else "uncalibrated estimate", draft, "; or ".join(fixes),
            " Also: " + native_note if native_note else ""))
+
+
+def _pinned_fraction(spec, pre, headroom):
+    """The highest fraction whose reserve (1 - f) x P stays within the headroom even where P is the whole
+    GPU: then, whatever P and A really are, the profile reaches the cap whenever the cap physically fits
+    with that headroom (profile = A - (1 - f) x P >= A - headroom >= cap x cell)."""
+    upper = max(pre, spec["gpu_memory_mib"] / 1024 if spec["gpu_memory_mib"] else 0.0)
+    return _fraction_ceiling(upper, headroom)
+
+
+def _pinned(spec, pre, post, calibrated, budget, required):
+    """Policies 'target' and 'max': (cap, fraction), the pool pinned with --max-total-tokens and the
+    fraction a ceiling; None when the profile at that ceiling would not reach the cap."""
+    fraction = _pinned_fraction(spec, pre, spec["min_headroom_gib"])
+    if fraction <= 0:
+        return None
+    profiled = pool_tokens(pre, budget.profile_post, fraction, budget.cell, spec["page_size"])
+    cap = required
+    if spec["pool_policy"] == "max" and calibrated:
+        cap = max(min(budget.most_tokens(spec["min_headroom_gib"]), profiled), required)
+    return (cap, fraction) if profiled >= cap else None
 
 
 def plan(raw_spec):
@@ -101,49 +174,125 @@ def plan(raw_spec):
     if target is None:
         raise KVPlanError("spec key 'context_target' (group_vars sglang_context_target) is needed "
                           "for a plan: the longest prompt + completion, in tokens, one request may use.")
+    release, _ = rules_for(spec["version"], spec["pool_rules"])
     pre, post, calibrated, assumptions = memory(spec)
-    cell = cell_bytes(spec)
+    budget = _Budget(spec, post)
     page = spec["page_size"]
-    margin = 0.0 if calibrated else spec["uncalibrated_margin"]
-    required = math.ceil(math.ceil(round(target * (1 + margin), 6)) / page) * page
-    ceiling = _fraction_ceiling(pre, spec["min_headroom_gib"])
-    fraction = smallest_fraction(pre, post, cell, page, required, ceiling) if ceiling > 0 else None
     native_note = _beyond_native_window(spec)
-    if fraction is None:
-        _infeasible(spec, pre, post, cell, required, max(ceiling, 0.001), margin, calibrated, native_note)
+    needed = _round_up(target + _draft_extra_tokens(spec), page)
+    headroom_min = spec["min_headroom_gib"]
+
+    cap = None
+    if spec["pool_policy"] == "fraction":
+        margin = 0.0 if calibrated else spec["uncalibrated_margin"]
+        required = _round_up(math.ceil(round(needed * (1 + margin), 6)), page)
+        post_p = budget.profile_post
+        fraction = smallest_fraction(pre, post_p, budget.cell, page, required, _fraction_ceiling(pre, headroom_min))
+        if fraction is None or budget.headroom(pool_tokens(pre, post_p, fraction, budget.cell, page)) < headroom_min:
+            _infeasible(spec, budget, pre, required, calibrated, native_note)
+        pool = pool_tokens(pre, post_p, fraction, budget.cell, page)
+        if not calibrated:
+            assumptions.append("uncalibrated_margin %.2f: the pool is planned for %s tokens, not %s"
+                               % (margin, _fmt(required), _fmt(needed)))
+    else:
+        required = needed
+        if budget.headroom(required) < headroom_min:
+            _infeasible(spec, budget, pre, required, calibrated, native_note)
+        pinned = _pinned(spec, pre, post, calibrated, budget, required)
+        if pinned is None:
+            _infeasible(spec, budget, pre, required, calibrated, native_note)
+        cap, fraction = pinned
+        profiled = pool_tokens(pre, budget.profile_post, fraction, budget.cell, page)
+        pool = min(profiled, cap)
+        if spec["pool_policy"] == "max" and not calibrated:
+            assumptions.append("pool_policy max applies from a calibration: this first plan pins the pool to the "
+                               "target, and the next run (with P and A measured) widens it")
     if native_note:
         raise KVPlanError(native_note)
+    if budget.draft_note:
+        assumptions.append(budget.draft_note)
 
-    pool = pool_tokens(pre, post, fraction, cell, page)
     running = spec["max_running_requests"] or _default_running_requests(spec, pool, target)
-    headroom = (1 - fraction) * pre
-    args = ["--context-length", str(target),
-            "--mem-fraction-static", "%.3f" % fraction,
-            "--max-running-requests", str(running)]
+    _check_request_table(spec, running, target, budget.headroom(pool))
+    args = ["--context-length", str(target)]
+    if cap is not None:
+        args += ["--max-total-tokens", str(cap)]
+    args += ["--mem-fraction-static", "%.3f" % fraction, "--max-running-requests", str(running)]
     if spec["kv_cache_dtype"] != "auto":
         args += ["--kv-cache-dtype", spec["kv_cache_dtype"]]
     if page != 1:
         args += ["--page-size", str(page)]
+    args += speculative_args(spec) + model_args(spec)
     if calibrated:
         basis = "calibrated (P %.3f GiB, A %.3f GiB)" % (pre, post)
     else:
-        basis = "estimated, %d%% margin (P %.2f GiB, A %.2f GiB)" % (round(margin * 100), pre, post)
-        assumptions.append("uncalibrated_margin %.2f: the pool is planned for %s tokens, not %s"
-                           % (margin, _fmt(required), _fmt(target)))
+        basis = "estimated (P %.2f GiB, A %.2f GiB)" % (pre, post)
+    left = budget.headroom(pool)
+    pinned_text = "pinned by --max-total-tokens %s, " % _fmt(cap) if cap is not None else ""
     return {
         "context_length": target,
         "mem_fraction_static": fraction,
+        "max_total_tokens": cap,
         "max_running_requests": running,
         "predicted_pool_tokens": pool,
         "required_pool_tokens": required,
-        "headroom_gib": round(headroom, 3),
-        "kv_bytes_per_token": cell,
-        "kv_cache_gib": round(pool * cell / GIB, 3),
+        "headroom_gib": round(left, 3),
+        "reserved_gib": round((1 - fraction) * pre, 3),
+        "kv_bytes_per_token": budget.cell,
+        "target_kv_bytes_per_token": target_cell_bytes(spec),
+        "draft_kv_bytes_per_token": draft_cell_bytes(spec) if spec["speculative"] else 0,
+        "draft_weights_gib": round(budget.draft_weights, 3),
+        "kv_cache_gib": round(pool * budget.cell / GIB, 3),
         "calibrated": calibrated,
+        "pool_policy": spec["pool_policy"],
+        "release_rules": release,
         "pre_load_avail_gib": round(pre, 3),
         "post_load_avail_gib": round(post, 3),
         "assumptions": assumptions,
         "args": args,
-        "explanation": "target %s -> --mem-fraction-static %.3f -> pool %s tokens, headroom %.1f GiB, %s"
-                       % (_fmt(target), fraction, _fmt(pool), headroom, basis),
+        "explanation": "target %s -> pool %s tokens (%s--mem-fraction-static %.3f), headroom %.1f GiB, %s"
+                       % (_fmt(target), _fmt(pool), pinned_text, fraction, left, basis),
     }
+
+
+def _check_request_table(spec, running, target, headroom):
+    """SGLang's request-to-token table is (running + 1) x (context + 4) int32s, outside the pool."""
+    table_gib = (running + 1) * (target + 4) * 4 / GIB
+    if table_gib > REQ_TABLE_SHARE * headroom:
+        raise KVPlanError("sglang_max_running_requests: %s requests at context %s need a %.2f GiB request table "
+                          "per GPU outside the KV pool, more than half the %.2f GiB headroom. Use at most %s (or "
+                          "leave it empty: as many full-length requests as the pool holds)."
+                          % (_fmt(running), _fmt(target), table_gib, headroom,
+                             _fmt(max(1, int(REQ_TABLE_SHARE * headroom * GIB / ((target + 4) * 4)) - 1))))
+
+
+def speculative_args(spec):
+    """The --speculative-* flags for spec['speculative'] (each one a field of the release's ServerArgs)."""
+    spec_cfg = spec["speculative"]
+    if not spec_cfg:
+        return []
+    args = ["--speculative-algorithm", spec_cfg["algorithm"]]
+    if spec_cfg["draft_model_path"]:
+        args += ["--speculative-draft-model-path", spec_cfg["draft_model_path"]]
+    for key, flag in (("num_steps", "--speculative-num-steps"), ("eagle_topk", "--speculative-eagle-topk"),
+                      ("num_draft_tokens", "--speculative-num-draft-tokens")):
+        if spec_cfg[key] is not None:
+            args += [flag, str(spec_cfg[key])]
+    return args
+
+
+def model_args(spec):
+    """Flags the model needs to launch at all: --trust-remote-code when its config.json maps classes to
+    code shipped in the checkpoint (auto_map: SGLang's tokenizer load fails without it,
+    utils/hf_transformers_utils.py), and the preset's tool-call and reasoning parsers."""
+    config = spec["model_config"]
+    launch = {}
+    if spec["model"]:
+        launch = (load_presets().get(spec["model"]) or {}).get("launch") or {}
+    args = []
+    if launch.get("trust_remote_code") or config.get("auto_map") or (config.get("text_config") or {}).get("auto_map"):
+        args.append("--trust-remote-code")
+    for key in ("tool_call_parser", "reasoning_parser"):
+        if launch.get(key):
+            args += ["--" + key.replace("_", "-"), launch[key]]
+    return args

@@ -16,7 +16,14 @@ class KVPlanError(ValueError):
 
 _PRESETS_FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "model_presets.yml")
 
-KV_DTYPES = ("auto", "bf16", "bfloat16", "fp16", "float16", "fp8_e4m3", "fp8_e5m2")
+# The --kv-cache-dtype values the planner can size (each release's full list is in releases.py; fp16 is
+# not among SGLang 0.5.x's choices, and the fp4/mxfp8 ones carry scale tensors the planner does not model).
+KV_DTYPES = ("auto", "bf16", "bfloat16", "fp8_e4m3", "fp8_e5m2")
+POOL_POLICIES = ("target", "max", "fraction")
+SPECULATIVE_KEYS = ("algorithm", "draft_model", "draft_model_path", "draft_model_config", "num_steps",
+                    "eagle_topk", "num_draft_tokens", "draft_weights_gib", "draft_checkpoint_gib")
+# Below this, CUDA graphs, activations and NCCL buffers do not fit on any GPU SGLang serves from.
+MIN_HEADROOM_FLOOR_GIB = 1.0
 
 # key -> (kind, default). kind is checked by _check_value; None as default means "absent".
 _KEYS = {
@@ -28,7 +35,10 @@ _KEYS = {
     "enable_dp_attention": ("bool", False),
     "kv_cache_dtype": ("kv_dtype", "auto"),
     "page_size": ("pos_int", 1),
-    "speculative_draft_layers": ("nonneg_int", 0),
+    "speculative": ("speculative", None),
+    "version": ("version", None),
+    "pool_rules": ("version", None),
+    "pool_policy": ("pool_policy", "target"),
     "mem_fraction_static": ("fraction", None),
     "pre_load_avail_gib": ("pos_float", None),
     "post_load_avail_gib": ("float", None),
@@ -38,7 +48,7 @@ _KEYS = {
     "preload_overhead_gib": ("nonneg_float", 1.5),
     "context_target": ("pos_int", None),
     "max_running_requests": ("pos_int", None),
-    "min_headroom_gib": ("nonneg_float", 4.0),
+    "min_headroom_gib": ("headroom", 4.0),
     "uncalibrated_margin": ("nonneg_float", 0.10),
 }
 
@@ -72,8 +82,22 @@ def _check_value(key, kind, value):
     if kind == "kv_dtype":
         if value in KV_DTYPES:
             return value
-        raise KVPlanError("%s: %r is not a KV cache dtype SGLang accepts here; use one of %s."
-                          % (_where(key), value, ", ".join(KV_DTYPES)))
+        hint = " (SGLang 0.5.x has no fp16 KV cache; bf16 is the 16-bit choice)" if value in ("fp16", "float16") else ""
+        raise KVPlanError("%s: %r is not a KV cache dtype the planner can size%s; use one of %s."
+                          % (_where(key), value, hint, ", ".join(KV_DTYPES)))
+    if kind == "version":
+        if isinstance(value, str) and value:
+            return value
+        raise KVPlanError("%s: expected an SGLang release like '0.5.23', got %r." % (_where(key), value))
+    if kind == "pool_policy":
+        if value in POOL_POLICIES:
+            return value
+        raise KVPlanError("%s: expected one of %s, got %r. 'target': the pool is pinned to the target with "
+                          "--max-total-tokens; 'max': pinned to the most the calibrated headroom allows; "
+                          "'fraction': no pin, the smallest fraction that reaches the target."
+                          % (_where(key), ", ".join(POOL_POLICIES), value))
+    if kind == "speculative":
+        return _check_speculative(value)
     if kind.endswith("int"):
         if not is_bool and isinstance(value, (int, float, str)):
             try:
@@ -96,9 +120,51 @@ def _check_value(key, kind, value):
                           % (_where(key), value))
     if kind == "pos_float" and number <= 0:
         raise KVPlanError("%s: expected a number > 0, got %r." % (_where(key), value))
+    if kind == "headroom" and number < MIN_HEADROOM_FLOOR_GIB:
+        raise KVPlanError("%s: %r GiB leaves nothing for CUDA graphs, activations and NCCL buffers outside "
+                          "the KV pool; use at least %.1f (4.0 is a safe default)."
+                          % (_where(key), value, MIN_HEADROOM_FLOOR_GIB))
     if kind == "nonneg_float" and number < 0:
         raise KVPlanError("%s: expected a number >= 0, got %r." % (_where(key), value))
     return number
+
+
+def _check_speculative(value):
+    """`speculative` (group_vars sglang_speculative, with draft_model_config read on the host)."""
+    where = _where("speculative")
+    if not isinstance(value, dict):
+        raise KVPlanError("%s: expected a mapping like {algorithm: DFLASH, draft_model_path: /srv/models/draft}, "
+                          "got %s %r." % (where, type(value).__name__, value))
+    unknown = sorted(set(value) - set(SPECULATIVE_KEYS))
+    if unknown:
+        raise KVPlanError("%s has unknown key(s) %s; it reads: %s."
+                          % (where, ", ".join(unknown), ", ".join(SPECULATIVE_KEYS)))
+    out = {key: value.get(key) for key in SPECULATIVE_KEYS}
+    algorithm = out["algorithm"]
+    if not isinstance(algorithm, str) or not algorithm:
+        raise KVPlanError("%s: 'algorithm' is required (SGLang's --speculative-algorithm, e.g. DFLASH, EAGLE3, "
+                          "NEXTN), got %r." % (where, algorithm))
+    out["algorithm"] = algorithm.upper()
+    for key in ("num_steps", "eagle_topk", "num_draft_tokens"):
+        if out[key] is not None:
+            out[key] = _check_value("speculative", "pos_int", out[key])
+    for key in ("draft_weights_gib", "draft_checkpoint_gib"):
+        if out[key] is not None:
+            out[key] = _check_value("speculative", "nonneg_float", out[key])
+    if out["draft_model_config"] is not None and not isinstance(out["draft_model_config"], dict):
+        raise KVPlanError("%s: 'draft_model_config' must be the draft's config.json as a mapping, got %r."
+                          % (where, out["draft_model_config"]))
+    if out["draft_model"] is not None and out["draft_model_config"] is None:
+        # A preset stands in for the draft's config.json where the host is not read (make plan).
+        presets = load_presets()
+        preset = presets.get(out["draft_model"])
+        if not preset:
+            raise KVPlanError("%s: 'draft_model' %r is not a preset; known presets: %s."
+                              % (where, out["draft_model"], ", ".join(sorted(presets))))
+        out["draft_model_config"] = preset["config"]
+        if out["draft_checkpoint_gib"] is None:
+            out["draft_checkpoint_gib"] = float(preset["checkpoint_gib"])
+    return out
 
 
 def normalize_spec(spec):
@@ -146,4 +212,15 @@ def normalize_spec(spec):
         raise KVPlanError("spec: post_load_avail_gib (%s) must be below pre_load_avail_gib (%s): "
                           "free memory drops when the weights load. Are the two swapped?"
                           % (out["post_load_avail_gib"], out["pre_load_avail_gib"]))
+    if has_pre and out["post_load_avail_gib"] <= 0:
+        raise KVPlanError("spec: post_load_avail_gib (A) is %s: nothing is free after the weights load, so no "
+                          "KV pool fits. Use more GPUs (sglang_tp_size/sglang_pp_size) or a smaller checkpoint."
+                          % out["post_load_avail_gib"])
+    if has_pre and out["gpu_memory_mib"] is not None and out["pre_load_avail_gib"] > out["gpu_memory_mib"] / 1024:
+        raise KVPlanError("sglang_calibration: pre_load_avail_gib %s GiB is more than the GPU has (gpu_memory_mib "
+                          "%s MiB = %.2f GiB): the calibration belongs to another GPU or was mistyped. Remove it "
+                          "(the next boot measures it again)." % (out["pre_load_avail_gib"], out["gpu_memory_mib"],
+                                                                  out["gpu_memory_mib"] / 1024))
+    from .model import check_geometry  # model.py imports this module
+    check_geometry(out)
     return out

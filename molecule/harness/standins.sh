@@ -15,7 +15,8 @@ OUT="$CACHE/apt-repo"
 DRIVER_VERSIONS="580.82.07 580.95.05"   # two releases of the 580 branch: pins must pick the asked one
 CUDA_VERSIONS="12.9.1"
 KERNEL="$(uname -r)"
-stamp=$( (cat "$0"; find "$SRC" "$REPO/tests/sglang_double" -type f -not -name '*.pyc' | sort | xargs cat) \
+stamp=$( (cat "$0"; find "$SRC" "$REPO/tests/sglang_double" "$REPO/lib/sglang_kvplan/releases" -type f \
+  -not -name '*.pyc' | sort | xargs cat) \
   | sha256sum | cut -c1-16)-$KERNEL
 [ -f "$OUT/.stamp" ] && [ "$(cat "$OUT/.stamp")" = "$stamp" ] && exit 0
 echo "[harness] building stand-in NVIDIA apt repository and SGLang double wheel"
@@ -80,4 +81,7 @@ rm -f "$CACHE"/wheels/*.whl
 # A stand-in custom-kernel wheel, so the role's kernel install and version check run for real.
 "$REPO/.venv/bin/python" "$REPO/tests/sglang_double/build_wheel.py" "$CACHE/wheels" "$SRC/kernels/ddtree_kernels" \
   ddtree-kernels 0.3.1 "STAND-IN for a custom kernel package (molecule tests only)"
+# A stand-in torch, so the role's runtime check (CUDA build, GPUs seen through nvidia-smi) runs for real.
+"$REPO/.venv/bin/python" "$REPO/tests/sglang_double/build_wheel.py" "$CACHE/wheels" "$SRC/python/torch" \
+  torch 2.14.1+standin "STAND-IN for torch (molecule tests only)"
 echo "$stamp" >"$OUT/.stamp"

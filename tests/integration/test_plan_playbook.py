@@ -20,29 +20,32 @@ def test_plan_playbook_prints_the_ct200_plan_without_connecting():
     # ansible_host is unreachable here: any connection attempt would fail the run.
     result = run("playbooks/plan.yml", "-l", "ct200", "-e", "ansible_host=192.0.2.1")
     assert result.returncode == 0, result.stdout + result.stderr
-    assert ("ct200: target 200,000 -> --mem-fraction-static 0.926 -> pool 200,230 tokens, headroom 6.3 GiB, "
-            "calibrated") in result.stdout
-    assert "forward check: --mem-fraction-static 0.926 gives 200230 tokens >= 200000: OK" in result.stdout
+    # DFlash on 0.5.23: the pool pinned to the target plus the 16 draft tokens, the fraction a ceiling
+    assert ("ct200: target 200,000 -> pool 200,016 tokens (pinned by --max-total-tokens 200,016, "
+            "--mem-fraction-static 0.958), headroom 5.3 GiB, calibrated") in result.stdout
+    for flag in ("--trust-remote-code", "--speculative-algorithm DFLASH", "--speculative-num-draft-tokens 16"):
+        assert flag in result.stdout
+    assert "measured boot: f 0.850 -> 101,134 tokens; the plan's formula: 101,135" in result.stdout
     assert "Unhandled error" not in result.stderr
 
 
 def test_editing_the_target_changes_the_plan():
     result = run("playbooks/plan.yml", "-e", "sglang_context_target=150000")
     assert result.returncode == 0, result.stdout + result.stderr
-    assert "target 150,000 -> --mem-fraction-static 0.888" in result.stdout
+    assert "target 150,000 -> pool 150,016 tokens (pinned by --max-total-tokens 150,016" in result.stdout
 
 
 def test_uncalibrated_host_gets_an_estimate_with_assumptions():
     result = run("playbooks/plan.yml", "-e", '{"sglang_calibration": {}}')
     assert result.returncode == 0, result.stdout + result.stderr
-    assert "estimated, 10% margin" in result.stdout
+    assert "estimated (P 94.09 GiB, A 24.84 GiB)" in result.stdout
     assert "nvidia-smi memory.total 97887 MiB" in result.stdout
 
 
 def test_target_that_cannot_fit_fails_with_numbers():
     result = run("playbooks/plan.yml", "-e", "sglang_context_target=400000")
     assert result.returncode != 0
-    assert "26.18 GiB of KV cache per GPU" in result.stdout
+    assert "27.13 GiB of KV cache per GPU (400,016 tokens x 72,832 B/token" in result.stdout
     assert "fp8_e4m3" in result.stdout
 
 

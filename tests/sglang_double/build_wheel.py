@@ -1,7 +1,9 @@
 """Package a pure-Python folder as a wheel without a build backend (none can be fetched offline).
 
 Default: the SGLang TEST DOUBLE as a wheel named `sglang`, so a venv can `pip install` it offline and a
-systemd unit can run `python -m sglang.launch_server` unchanged. A wheel is a zip with metadata.
+systemd unit can run `python -m sglang.launch_server` unchanged. A wheel is a zip with metadata. The double's
+wheel carries the real releases' flag tables (lib/sglang_kvplan/releases/flags-*.json) as
+sglang/_double_flags/, from which it builds its argument parser.
 Usage: python build_wheel.py OUTDIR [PACKAGE_DIR DIST_NAME VERSION SUMMARY]  -> prints the wheel's path.
 """
 
@@ -20,13 +22,20 @@ def _record_line(name, data):
     return "%s,sha256=%s,%d" % (name, digest, len(data))
 
 
-def build(outdir, package_dir, dist_name, version, summary):
+RELEASES = os.path.join(HERE, os.pardir, os.pardir, "lib", "sglang_kvplan", "releases")
+
+
+def build(outdir, package_dir, dist_name, version, summary, extra=None):
+    """extra: {path inside the wheel: source file} added next to the package's .py files."""
     package = os.path.basename(package_dir.rstrip("/"))
     files = {}
     for name in sorted(os.listdir(package_dir)):
         if name.endswith(".py"):
             with open(os.path.join(package_dir, name), "rb") as handle:
                 files["%s/%s" % (package, name)] = handle.read()
+    for name, source in sorted((extra or {}).items()):
+        with open(source, "rb") as handle:
+            files[name] = handle.read()
     info = "%s-%s.dist-info" % (dist_name.replace("-", "_"), version)
     files[info + "/METADATA"] = ("Metadata-Version: 2.1\nName: %s\nVersion: %s\nSummary: %s\n"
                                  % (dist_name, version, summary)).encode()
@@ -47,7 +56,9 @@ if __name__ == "__main__":
         sys.path.insert(0, HERE)
         from sglang import __version__
 
+        tables = {"sglang/_double_flags/" + name: os.path.join(RELEASES, name)
+                  for name in os.listdir(RELEASES) if name.startswith("flags-") and name.endswith(".json")}
         print(build(sys.argv[1], os.path.join(HERE, "sglang"), "sglang", __version__,
-                    "TEST DOUBLE of SGLang for molecule and the demo; not SGLang"))
+                    "TEST DOUBLE of SGLang for molecule and the demo; not SGLang", tables))
     else:
         print(build(*sys.argv[1:6]))

@@ -55,3 +55,10 @@ def test_underscore_keys_are_refused_as_sglang_refuses_them(tmp_path, capsys):
         prepare_server_args(["--model-path", "/m", "--config", path])
     assert exc.value.code == 2
     assert "unrecognized arguments: --trust_remote_code" in capsys.readouterr().err
+
+
+def test_a_deprecated_flag_in_the_file_is_refused_as_0_5_23_refuses_it(tmp_path):
+    path = _write(tmp_path, "enable-dp-attention: true\n")
+    with pytest.raises(ValueError, match="Unsupported config option 'enable_dp_attention' with action "
+                                         "'DeprecatedStoreTrueAction'"):
+        prepare_server_args(["--model-path", "/m", "--config", path])

@@ -1,7 +1,11 @@
+import contextlib
 import json
 import os
 import subprocess
 import sys
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
@@ -31,3 +35,51 @@ def smoke(tmp_path):
 @pytest.fixture
 def double():
     return running_double
+
+
+@contextlib.contextmanager
+def trickling_server(where):
+    """A tiny HTTP server on 127.0.0.1 whose /server_info sends one byte a second: its status line and
+    headers (where="headers") or a long JSON body after prompt headers (where="body"). /health_generate
+    answers at once, so the module gets as far as the server info. Yields (url, seconds the last
+    trickle ran, a list)."""
+    spans = []
+
+    class Trickle(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def do_GET(self):  # noqa: N802 - the name http.server calls
+            if self.path.startswith("/health"):
+                self.send_response(200)
+                self.send_header("content-length", "0")
+                self.end_headers()
+                return
+            body = b'{"max_total_num_tokens": 218485, "padding": "' + b"x" * 600 + b'"}'
+            head = b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: %d\r\n\r\n" % len(body)
+            start = time.monotonic()
+            if where == "body":
+                self.wfile.write(head)
+                slow = body
+            else:
+                slow = head + body
+            try:
+                for i in range(len(slow)):
+                    self.wfile.write(slow[i:i + 1])
+                    self.wfile.flush()
+                    time.sleep(1.0)
+            except OSError:  # the client hung up: what the deadline should do
+                pass
+            spans.append(time.monotonic() - start)
+            self.close_connection = True
+
+        def log_message(self, *args):
+            pass
+
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Trickle)
+    httpd.daemon_threads = True
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    try:
+        yield "http://127.0.0.1:%d" % httpd.server_port, spans
+    finally:
+        httpd.shutdown()
+        httpd.server_close()

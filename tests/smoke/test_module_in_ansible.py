@@ -14,7 +14,8 @@ def test_ansible_doc_renders_the_module():
     proc = subprocess.run([os.path.join(BIN, "ansible-doc"), "sglang_smoke_test"], cwd=REPO, env=ENV,
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
-    for word in ("min_pool_tokens", "prompt_tokens", "RETURN VALUES", "EXAMPLES", "pool_tokens"):
+    for word in ("min_pool_tokens", "context_target", "prompt_tokens", "needle", "RETURN VALUES", "EXAMPLES",
+                 "pool_tokens", "ttft_s"):
         assert word in proc.stdout
 
 

@@ -1,104 +1,144 @@
-"""sglang_smoke_test against the SGLang double over real HTTP on loopback."""
+"""sglang_smoke_test against the SGLang double over real HTTP on loopback: what it proves."""
+
+import re
 
 import pytest
 from conftest import CT200
 
+FINE = CT200 + ["--mem-fraction-static", "0.94"]  # pool 218,485 on the simulated ct200
+
+
+@pytest.mark.parametrize("api, min_pool", [("new", None), ("old", None), ("new", 1000)])
+def test_pool_under_the_context_fails_naming_both_numbers(smoke, double, api, min_pool):
+    """The pool must hold the server's own context length (200,000), whatever min_pool_tokens allows."""
+    with double(CT200 + ["--mem-fraction-static", "0.85"], {"api": api}) as (url, _):
+        rc, result = smoke(url=url, **({"min_pool_tokens": min_pool} if min_pool else {}))
+    assert rc == 1 and result["failed"]
+    assert "101,13" in result["msg"] and "200,000" in result["msg"] and "context length" in result["msg"]
+    assert "--mem-fraction-static" in result["msg"]
+    assert result["pool_tokens"] < 200_000 == result["context_length"] == result["min_pool_tokens"]
+    assert [c["name"] for c in result["checks"] if not c["ok"]] == ["pool"]
+
+
+def test_pool_under_min_pool_tokens_names_it(smoke, double):
+    with double(FINE) as (url, _):
+        rc, result = smoke(url=url, min_pool_tokens=250_000)
+    assert rc == 1
+    assert "218,485" in result["msg"] and "250,000" in result["msg"] and "min_pool_tokens=250000" in result["msg"]
+    assert [c["name"] for c in result["checks"] if not c["ok"]] == ["pool"]
+
+
+def test_context_under_the_target_names_context_target(smoke, double):
+    with double(["--tp", "8", "--context-length", "131072", "--mem-fraction-static", "0.94"]) as (url, _):
+        rc, result = smoke(url=url, context_target=200_000)
+    assert rc == 1
+    assert "131,072" in result["msg"] and "200,000" in result["msg"] and "context_target=200000" in result["msg"]
+    assert "--context-length 200000" in result["msg"]
+    assert [c["name"] for c in result["checks"] if not c["ok"]] == ["context"]
+
 
 @pytest.mark.parametrize("api", ["new", "old"])
-def test_pool_short_fails_naming_both_numbers(smoke, double, api):
-    with double(CT200 + ["--mem-fraction-static", "0.85"], {"api": api}) as (url, _):
-        rc, result = smoke(url=url, min_pool_tokens=200_000)
-    assert rc == 1 and result["failed"]
-    assert "101,13" in result["msg"] and "200,000" in result["msg"]
-    assert "--mem-fraction-static" in result["msg"]
-    assert result["pool_tokens"] < 200_000
-    assert [c["name"] for c in result["checks"] if not c["ok"]] == ["pool"]
+def test_default_needle_fills_the_context_target(smoke, double, api):
+    with double(FINE, {"api": api}) as (url, _):
+        rc, result = smoke(url=url, context_target=200_000)
+    assert rc == 0, result.get("msg")
+    assert result["ok"] and not result["changed"]
+    assert result["question"] == "needle" and 1_000_000 <= result["needle"] <= 9_999_999
+    assert result["completion"].strip() == "%d." % result["needle"]  # the double read it from the prompt
+    assert 0.95 * 200_000 <= result["prompt_tokens"] < result["max_req_input_len"] == 199_994
+    assert result["prompt_target"] == 196_000
+    assert result["context_length"] == result["min_pool_tokens"] == result["context_target"] == 200_000
+    assert [c["name"] for c in result["checks"]] == ["ready", "context", "pool", "prompt_tokens", "answer"]
+    assert all(c["ok"] for c in result["checks"])
+    assert result["ttft_s"] > 0 and result["elapsed_s"] >= result["ttft_s"] and result["prefill_tokens_per_s"] > 0
+
+
+def test_the_needle_is_new_on_every_call(smoke, double):
+    with double(FINE) as (url, _):
+        needles = {smoke(url=url, prompt_tokens="3000")[1]["needle"] for _ in range(3)}
+    assert len(needles) == 3
+
+
+def test_a_server_that_drops_early_context_fails_the_needle_but_not_the_fox(smoke, double):
+    """The fault the needle exists for: the double's "model" sees only the last 50,000 tokens."""
+    with double(FINE, {"visible_tokens": 50_000}) as (url, _):
+        rc, result = smoke(url=url, context_target=200_000)
+        rc_fox, fox = smoke(url=url, context_target=200_000, question="fox")
+    assert rc == 1
+    assert result["completion"] == " Unknown."
+    assert "does not match /\\b%d\\b/" % result["needle"] in result["msg"]
+    assert "dropped early context" in result["msg"]
+    assert [c["name"] for c in result["checks"] if not c["ok"]] == ["answer"]
+    assert rc_fox == 0 and fox["completion"] == " Dog."  # why fox alone proves less
 
 
 @pytest.mark.parametrize("api", ["new", "old"])
 @pytest.mark.parametrize("asked", [12_000, 30_000])
-def test_pool_fine_passes_with_the_prompt_sized_by_the_server(smoke, double, api, asked):
-    with double(CT200 + ["--mem-fraction-static", "0.94"], {"api": api}) as (url, _):
-        rc, result = smoke(url=url, min_pool_tokens=200_000, prompt_tokens=str(asked))
+def test_fox_question_with_a_number_of_tokens(smoke, double, api, asked):
+    with double(FINE, {"api": api}) as (url, _):
+        rc, result = smoke(url=url, min_pool_tokens=200_000, prompt_tokens=str(asked), question="fox")
     assert rc == 0, result["msg"] if rc else ""
-    assert result["ok"] and not result["changed"]
     assert result["pool_tokens"] == 218_485  # SGLang's formula on the simulated ct200
     assert abs(result["prompt_tokens"] - asked) / asked <= 0.01
-    assert result["completion"].strip() == "Dog."
-    assert result["elapsed_s"] > 0 and result["prefill_tokens_per_s"] > 0
+    assert result["completion"].strip() == "Dog." and result["needle"] is None and result["expect"] == r"\bdog\b"
     assert all(c["ok"] for c in result["checks"])
 
 
 def test_full_prompt_fills_the_context(smoke, double):
-    with double(CT200 + ["--mem-fraction-static", "0.94"]) as (url, _):
+    with double(FINE) as (url, _):
         rc, result = smoke(url=url, min_pool_tokens=200_000, prompt_tokens="full")
     assert rc == 0, result.get("msg")
-    assert 0.99 * 199_994 <= result["prompt_tokens"] < result["max_req_input_len"] == 199_994
+    assert 0.99 * 199_967 <= result["prompt_tokens"] <= 199_967  # 200,000 - max_tokens 32 - 1
 
 
 def test_streaming_measures_time_to_first_token(smoke, double):
-    with double(CT200 + ["--mem-fraction-static", "0.94"], {"prefill_tokens_per_s": 200_000}) as (url, _):
-        rc, result = smoke(url=url, min_pool_tokens=200_000, prompt_tokens="20000", stream=True)
-    assert rc == 0, result.get("msg")
+    with double(FINE, {"prefill_tokens_per_s": 200_000}) as (url, _):
+        rc, result = smoke(url=url, prompt_tokens="20000")
+        rc_plain, plain = smoke(url=url, prompt_tokens="20000", stream=False)
+    assert rc == 0 and rc_plain == 0, (result.get("msg"), plain.get("msg"))
     assert 0.09 <= result["ttft_s"] <= result["elapsed_s"]
-    assert result["completion"].strip() == "Dog."
+    assert plain["ttft_s"] is None and plain["elapsed_s"] >= 0.09
 
 
-def test_nothing_listening_fails_with_a_message(smoke, double):
+def test_wrong_answer_is_quoted(smoke, double):
+    with double(FINE) as (url, _):
+        rc, result = smoke(url=url, prompt_tokens="5000", expect=r"\bcat\b")
+    assert rc == 1
+    assert re.search(r"answer ' \d{7}\.' does not match /\\bcat\\b/", result["msg"]), result["msg"]
+
+
+def test_digit_separators_do_not_hide_the_number():
+    import sglang_smoke_test as module
+
+    for text in (" 4821937.", " 4,821,937", "The secret number is 4 821 937.", "4\u202f821\u202f937"):
+        assert module.answer_matches(r"\b4821937\b", text), text
+    assert not module.answer_matches(r"\b4821937\b", " 48219370")
+
+
+def test_server_too_slow_for_the_timeout(smoke, double):
+    with double(FINE, {"prefill_tokens_per_s": 5_000}) as (url, _):
+        rc, result = smoke(url=url, prompt_tokens="30000", timeout=2)
+    assert rc == 1
+    assert "within 2 s (timeout" in result["msg"] and "raise the module's timeout" in result["msg"]
+
+
+def test_nothing_listening_fails_with_a_message(smoke):
     from run_double import free_port
 
-    rc, result = smoke(url="http://127.0.0.1:%d" % free_port(), min_pool_tokens=1000, wait_ready=0)
+    rc, result = smoke(url="http://127.0.0.1:%d" % free_port(), wait_ready=0)
     assert rc == 1
     assert result["msg"].startswith("Nothing is answering at http://127.0.0.1:")
     assert "systemctl status sglang" in result["msg"]
 
 
-def test_not_ready_in_time(smoke, double):
+def test_not_ready_in_time(smoke):
     from run_double import free_port
 
-    rc, result = smoke(url="http://127.0.0.1:%d" % free_port(), min_pool_tokens=1000, wait_ready=1)
-    assert rc == 1 and "was not ready within 1 s" in result["msg"]
+    rc, result = smoke(url="http://127.0.0.1:%d" % free_port(), wait_ready=1)
+    assert rc == 1 and "was not ready within 1 s" in result["msg"] and "wait_ready" in result["msg"]
 
 
-@pytest.mark.parametrize("context, fraction, min_pool, asked, servers_words", [
-    ("20000", "0.94", 200_000, "30000", "is longer than the model's context length (20000 tokens)"),  # TokenizerManager
-    ("200000", "0.80", 1000, "60000", "exceeds the maximum allowed length"),                          # Scheduler, pool
-])
-def test_prompt_over_a_limit_reports_the_servers_message(smoke, double, context, fraction, min_pool, asked,
-                                                         servers_words):
-    flags = ["--tp", "8", "--context-length", context, "--mem-fraction-static", fraction]
-    with double(flags) as (url, _):
-        rc, result = smoke(url=url, min_pool_tokens=min_pool, prompt_tokens=asked)
-    assert rc == 1
-    assert "HTTP 400" in result["msg"]
-    assert servers_words in result["msg"]
-
-
-def test_wrong_answer_is_quoted(smoke, double):
-    with double(CT200 + ["--mem-fraction-static", "0.94"]) as (url, _):
-        rc, result = smoke(url=url, min_pool_tokens=200_000, prompt_tokens="5000", expect=r"\bcat\b")
-    assert rc == 1
-    assert "answer ' Dog.' does not match /\\bcat\\b/" in result["msg"]
-    assert result["completion"] == " Dog."
-
-
-def test_server_too_slow_for_the_timeout(smoke, double):
-    with double(CT200 + ["--mem-fraction-static", "0.94"], {"prefill_tokens_per_s": 5_000}) as (url, _):
-        rc, result = smoke(url=url, min_pool_tokens=200_000, prompt_tokens="30000", timeout=2)
-    assert rc == 1
-    assert "within 2 s (timeout)" in result["msg"] and "raise the module's timeout" in result["msg"]
-
-
-def test_api_key_the_server_requires(smoke, double):
-    with double(CT200 + ["--mem-fraction-static", "0.94", "--api-key", "s3cret"]) as (url, _):
-        rc, refused = smoke(url=url, min_pool_tokens=200_000, prompt_tokens="2000")
-        rc_ok, result = smoke(url=url, min_pool_tokens=200_000, prompt_tokens="2000", api_key="s3cret")
-    assert rc == 1 and "HTTP 401" in refused["msg"] and "Unauthorized" in refused["msg"]
-    assert rc_ok == 0, result.get("msg")
-    assert "s3cret" not in str(result)
-
-
-def test_not_json_is_reported(smoke, tmp_path):
+def test_not_json_is_reported(smoke):
     import http.server
     import threading
 
@@ -114,7 +154,7 @@ def test_not_json_is_reported(smoke, tmp_path):
     httpd = http.server.HTTPServer(("127.0.0.1", 0), Plain)
     threading.Thread(target=httpd.serve_forever, daemon=True).start()
     try:
-        rc, result = smoke(url="http://127.0.0.1:%d" % httpd.server_port, min_pool_tokens=10, wait_ready=0)
+        rc, result = smoke(url="http://127.0.0.1:%d" % httpd.server_port, wait_ready=0)
     finally:
         httpd.shutdown()
     assert rc == 1 and "did not answer JSON" in result["msg"] and "<html>" in result["msg"]
@@ -128,3 +168,35 @@ def test_pool_from_internal_states_when_top_level_is_missing():
     assert module.pool_from_info({"max_total_num_tokens": 5, **info}) == 5
     with pytest.raises(module.SmokeFailure, match="neither max_total_num_tokens"):
         module.pool_from_info({"internal_states": []})
+
+
+def test_a_streamed_error_event_is_reported_with_the_servers_words():
+    """SGLang answers a streamed request it refuses with HTTP 200 and one `data: {"error": ...}` event
+    (serving_base.create_streaming_error_response, 0.5.9); the message must carry its words."""
+    import http.server
+    import threading
+
+    import sglang_smoke_test as module
+
+    words = "Input length (230000 tokens) exceeds the maximum allowed length (218479 tokens)."
+
+    class Streamed(http.server.BaseHTTPRequestHandler):
+        def do_POST(self):  # noqa: N802
+            self.rfile.read(int(self.headers["content-length"]))
+            self.send_response(200)
+            self.send_header("content-type", "text/event-stream")
+            self.end_headers()
+            error = {"object": "error", "message": words, "type": "BadRequestError", "param": None, "code": 400}
+            self.wfile.write(b"data: " + module.json.dumps({"error": error}).encode() + b"\n\ndata: [DONE]\n\n")
+
+        def log_message(self, *args):
+            pass
+
+    httpd = http.server.HTTPServer(("127.0.0.1", 0), Streamed)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    try:
+        client = module.Client("http://127.0.0.1:%d" % httpd.server_port, timeout=10)
+        with pytest.raises(module.SmokeFailure, match=re.escape("/v1/completions streamed an error: " + words)):
+            client.stream("/v1/completions", {"prompt": "x", "stream": True})
+    finally:
+        httpd.shutdown()

@@ -9,7 +9,16 @@ SPEC = {"model": "kimi-k2.6", "tp_size": 8, "pre_load_avail_gib": 85.334, "post_
 
 
 def test_filters_are_registered():
-    assert set(FILTERS) == {"sglang_kv_cell_bytes", "sglang_kv_pool_tokens", "sglang_kv_plan", "sglang_kv_calibration"}
+    assert set(FILTERS) == {"sglang_kv_cell_bytes", "sglang_kv_pool_tokens", "sglang_kv_plan", "sglang_kv_calibration",
+                            "sglang_release_rules"}
+
+
+def test_release_rules_by_version_and_for_forks():
+    assert FILTERS["sglang_release_rules"]("0.5.23+double")["torch_cuda"] == "13.0"
+    assert FILTERS["sglang_release_rules"]("0.5.20")["name"] == "0.5.9"  # the older one's rules until 0.5.23
+    assert FILTERS["sglang_release_rules"]("9.9", "0.5.9")["min_driver_branch"] == 575
+    with pytest.raises(AnsibleFilterError, match="sglang_version"):
+        FILTERS["sglang_release_rules"]("main")
 
 
 def test_forward_uses_spec_fraction_or_argument():

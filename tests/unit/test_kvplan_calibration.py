@@ -27,7 +27,7 @@ def test_calibration_reproduces_the_logged_pool(fraction):
 def test_replan_from_one_boot_reaches_the_target_on_the_real_gpu(fraction):
     cal = kv.calibrate(KIMI, boot_at(fraction))
     plan = kv.plan(dict(KIMI, pre_load_avail_gib=cal["pre_load_avail_gib"],
-                        post_load_avail_gib=cal["post_load_avail_gib"]))
+                        post_load_avail_gib=cal["post_load_avail_gib"], pool_policy="fraction"))
     real = kv.pool_tokens(dict(KIMI, pre_load_avail_gib=TRUE_P, post_load_avail_gib=TRUE_A),
                           plan["mem_fraction_static"])
     assert real >= 200_000
@@ -35,8 +35,17 @@ def test_replan_from_one_boot_reaches_the_target_on_the_real_gpu(fraction):
 
 
 def test_a_log_that_disagrees_with_the_cell_keeps_the_logged_a():
-    boot = dict(boot_at(0.92), pool_tokens=100_000)  # e.g. a --max-total-tokens cap
+    boot = dict(boot_at(0.92), pool_tokens=100_000)  # another cell than the planner's (a draft, a dtype)
     assert kv.calibrate(KIMI, boot)["post_load_avail_gib"] == 19.42
+
+
+def test_a_pinned_pool_keeps_the_logged_a_and_says_so():
+    boot = dict(boot_at(0.958), pool_tokens=200_000, max_total_tokens=200_000, pool_end_avail_gib=6.33,
+                draft_weights_gib=1.2)
+    cal = kv.calibrate(KIMI, boot)
+    assert cal["pinned"] is True and cal["post_load_avail_gib"] == 19.42
+    assert cal["headroom_gib"] == 6.33 and cal["draft_weights_gib"] == 1.2
+    assert kv.calibrate(KIMI, dict(boot, pool_tokens=150_000))["pinned"] is False  # the profile fell short
 
 
 def test_missing_boot_fields_are_named():

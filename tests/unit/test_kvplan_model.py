@@ -61,11 +61,14 @@ def test_multimodal_text_config_is_used():
     assert cell(wrapped) == cell(GQA)
 
 
-def test_speculative_draft_layers_inflate_the_cell():
-    # SGLang 0.5.23: cell += int(cell * D / L); DeepSeek MTP (1 NextN layer): 70,272 -> 71,424
-    assert kv.cell_bytes({"model": "deepseek-v3", "speculative_draft_layers": 1}) == 71_424
+def test_nextn_draft_layers_inflate_the_cell_in_0_5_23_only():
+    # 0.5.23 pool_configurator.py: cell += int(cell * D / L); DeepSeek MTP (1 NextN layer): 70,272 -> 71,424
+    spec = {"model": "deepseek-v3", "speculative": {"algorithm": "NEXTN"}}
+    assert kv.cell_bytes(dict(spec, version="0.5.23")) == 71_424
+    # 0.5.9: the draft's pool is separate (out of the headroom); the profile divides by the target cell
+    assert kv.cell_bytes(dict(spec, version="0.5.9")) == 70_272
 
 
 def test_non_decoder_config_is_refused_by_name():
-    with pytest.raises(kv.KVPlanError, match="num_hidden_layers"):
+    with pytest.raises(kv.KVPlanError, match="num_attention_heads"):
         cell({"model_type": "bert"})

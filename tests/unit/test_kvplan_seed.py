@@ -18,14 +18,20 @@ def test_ct200_cell_is_mla_latent_bf16():
 
 
 def test_ct200_plan_for_200k_takes_one_start():
-    plan = kv.plan(dict(CT200, context_target=200_000))
-    assert 0.926 <= plan["mem_fraction_static"] <= 0.935  # 0.92 fell short; 0.94 was more than needed
-    assert plan["predicted_pool_tokens"] >= 200_000
-    assert kv.pool_tokens(CT200, 0.92) < 200_000 <= kv.pool_tokens(CT200, plan["mem_fraction_static"])
+    plan = kv.plan(dict(CT200, context_target=200_000, gpu_memory_mib=97_887))
+    assert plan["args"][:6] == ["--context-length", "200000", "--max-total-tokens", "200000",
+                                "--mem-fraction-static", "0.958"]  # 1 - 4 GiB / 95.59 GiB (the whole GPU)
+    assert plan["predicted_pool_tokens"] == 200_000
+    assert kv.pool_tokens(CT200, 0.958) >= 200_000  # the profile reaches the cap, with 42k tokens to spare
     assert plan["calibrated"] is True
-    assert plan["args"][:4] == ["--context-length", "200000", "--mem-fraction-static", "0.926"]
-    assert plan["headroom_gib"] == pytest.approx((1 - 0.926) * 85.334, abs=0.001)
-    assert plan["explanation"].startswith("target 200,000 -> --mem-fraction-static 0.926 -> pool 200,230 tokens")
+    assert plan["headroom_gib"] == pytest.approx(19.419 - 200_000 * 70_272 / 2**30, abs=0.001)  # 6.33
+    assert plan["explanation"].startswith("target 200,000 -> pool 200,000 tokens (pinned by --max-total-tokens")
+
+
+def test_ct200_old_scheme_still_finds_0_926():
+    plan = kv.plan(dict(CT200, context_target=200_000, pool_policy="fraction"))
+    assert plan["mem_fraction_static"] == 0.926 and plan["predicted_pool_tokens"] == 200_230
+    assert kv.pool_tokens(CT200, 0.92) < 200_000 <= kv.pool_tokens(CT200, 0.926)
 
 
 def test_llama_8b_tp1_public_log():
@@ -41,7 +47,7 @@ def test_400k_bf16_on_ct200_fails_with_numbers_and_fp8_fix():
     message = str(error.value)
     assert "context_target 400,000 does not fit" in message
     assert "26.18 GiB of KV cache per GPU" in message       # 400,000 x 70,272 B
-    assert "at most 15.41 GiB per GPU is available" in message  # A 19.42 less 4 GiB headroom
+    assert "at most 15.42 GiB per GPU is available" in message  # A 19.42 less 4 GiB headroom
     assert "sglang_kv_cache_dtype: fp8_e4m3" in message
     assert "lower sglang_context_target to at most 235,435" in message
     assert "more GPUs" in message
@@ -54,7 +60,13 @@ def test_fp8_suggestion_is_true():
 
 
 def test_largest_target_suggested_really_fits():
+    # P is known but not the whole GPU: the highest fraction keeping 4 GiB of P is 0.953, whose profile
+    # (235,435) is the limit; with the GPU's size known the fraction may be 0.958 and 4 GiB of A the limit.
     fits = kv.plan(dict(CT200, context_target=235_435))
-    assert fits["predicted_pool_tokens"] >= 235_435
+    assert fits["predicted_pool_tokens"] == 235_435 and fits["headroom_gib"] >= 4.0
     with pytest.raises(kv.KVPlanError):
-        kv.plan(dict(CT200, context_target=235_500))
+        kv.plan(dict(CT200, context_target=235_436))
+    whole_gpu = dict(CT200, gpu_memory_mib=97_887)
+    assert kv.plan(dict(whole_gpu, context_target=235_599))["headroom_gib"] >= 4.0
+    with pytest.raises(kv.KVPlanError, match="at most 235,599"):
+        kv.plan(dict(whole_gpu, context_target=235_600))

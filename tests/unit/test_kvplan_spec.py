@@ -4,6 +4,8 @@ import pytest
 import sglang_kvplan as kv
 
 BASE = {"model": "kimi-k2.6", "tp_size": 8, "gpu_memory_mib": 97_887, "context_target": 100_000}
+GQA = {"num_hidden_layers": 32, "num_attention_heads": 32, "num_key_value_heads": 8, "hidden_size": 4096,
+       "max_position_embeddings": 131072}
 
 
 @pytest.mark.parametrize("change, words", [
@@ -12,13 +14,29 @@ BASE = {"model": "kimi-k2.6", "tp_size": 8, "gpu_memory_mib": 97_887, "context_t
     ({"kv_cache_dtype": "int4"}, ["sglang_kv_cache_dtype", "'int4'", "fp8_e4m3"]),
     ({"model": "kimi-k9"}, ["sglang_model", "'kimi-k9'", "kimi-k2.6"]),
     ({"mem_fraction_static": 1.2}, ["sglang_mem_fraction_static", "between 0 and 1"]),
-    ({"min_headroom_gib": -1}, ["sglang_min_headroom_gib", ">= 0"]),
+    ({"min_headroom_gib": -1}, ["sglang_min_headroom_gib", "at least 1.0"]),
+    ({"min_headroom_gib": 0}, ["sglang_min_headroom_gib", "at least 1.0"]),
     ({"enable_dp_attention": "yes"}, ["sglang_enable_dp_attention", "true or false"]),
     ({"context_taget": 5}, ["unknown key", "context_taget"]),
     ({"pre_load_avail_gib": 80}, ["post_load_avail_gib"]),
     ({"pre_load_avail_gib": 20, "post_load_avail_gib": 80}, ["swapped"]),
     ({"tp_size": 8, "dp_size": 3, "enable_dp_attention": True}, ["multiple of"]),
     ({"model_config": [1, 2]}, ["sglang_model_config", "mapping"]),
+    # issue 10: nonsense that used to plan silently or end in a Python error
+    ({"kv_cache_dtype": "fp16"}, ["sglang_kv_cache_dtype", "'fp16'", "no fp16", "bf16"]),
+    ({"model": "llama-3.1-8b", "tp_size": 3}, ["sglang_tp_size", "does not divide", "32 attention heads"]),
+    ({"max_running_requests": 1_000_000}, ["sglang_max_running_requests", "request table", "Use at most"]),
+    ({"model_config": dict(GQA, num_key_value_heads="8")}, ["num_key_value_heads", "a string"]),
+    ({"model_config": dict(GQA, num_attention_heads=-4)}, ["num_attention_heads", "positive integer"]),
+    ({"model_config": dict(GQA, head_dim=0)}, ["head_dim", "positive integer"]),
+    ({"pre_load_avail_gib": 120, "post_load_avail_gib": 40}, ["sglang_calibration", "120", "more than the GPU"]),
+    ({"model_config": dict(GQA, layer_types=["sliding_attention", "full_attention"])}, ["cannot size", "layer_types"]),
+    ({"model_config": dict(GQA, full_attention_interval=4)}, ["Mamba", "cannot size"]),
+    ({"model_config": dict(GQA, index_topk=2048)}, ["sparse attention", "cannot size"]),
+    ({"pool_policy": "biggest"}, ["sglang_pool_policy", "'biggest'", "target"]),
+    ({"version": "0.4.6"}, ["sglang_version", "older than 0.5.9"]),
+    ({"pool_rules": "0.5.10"}, ["sglang_pool_rules", "0.5.23"]),
+    ({"tp_size": 4, "pp_size": 100}, ["sglang_pp_size", "at most 61"]),
 ])
 def test_bad_input_is_named(change, words):
     with pytest.raises(kv.KVPlanError) as error:
@@ -52,3 +70,11 @@ def test_every_preset_has_a_config_and_a_checkpoint_size():
     for name, preset in kv.load_presets().items():
         assert preset["checkpoint_gib"] > 0, name
         assert kv.cell_bytes({"model": name}) > 0
+
+
+def test_no_plan_asks_for_a_fraction_of_0_99_or_more():
+    for headroom in (1.0, 1.5, 4.0):
+        for gpu in (24_576, 97_887, 143_771):
+            plan = kv.plan(dict(BASE, gpu_memory_mib=gpu, min_headroom_gib=headroom, model="llama-3.1-8b",
+                                tp_size=1, context_target=8_192))
+            assert plan["mem_fraction_static"] < 0.99

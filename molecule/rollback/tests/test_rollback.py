@@ -72,7 +72,7 @@ def test_keep_1_with_an_automatic_restore_keeps_the_source_and_the_last_proven(h
 
 def test_oom_at_start_is_restored(host):
     message = read(host, "/root/oom.txt")
-    assert "Not enough memory" in message and "SGLang stopped while starting" in message
+    assert "torch.OutOfMemoryError: CUDA out of memory" in message and "SGLang stopped while starting" in message
     assert "Restored the last proven state" in message and "which serves again" in message
 
 
@@ -89,7 +89,7 @@ def test_rollback_with_no_arguments_restores_the_last_proven_byte_for_byte(host)
     lines = read(host, "/root/store-lines.txt")
     assert "context 180000, not proven" in lines
     assert re.search(r"context 150000, PROVEN \S+ \(pool \d+, prompt \d+ tokens\), "
-                     r"sglang 0\.5\.9\+double \[serving now\]", lines), lines
+                     r"sglang 0\.5\.\d+\+double \[serving now\]", lines), lines
 
 
 def test_a_rerun_after_the_journal_rotated_restarts_nothing_and_passes(host):

@@ -1,19 +1,62 @@
 """The simulated GPU and SGLang's pool sizing, written from SGLang's source independently of the
-repository's planner (a double that shared the planner's code could not catch the planner's bugs)."""
+repository's planner (a double that shared the planner's code could not catch the planner's bugs).
+
+The simulated GPU is a JSON file named by SGLANG_DOUBLE_GPU (only molecule, the demo and the tests set
+it). Every key, with its default:
+
+  version                  "0.5.23"  the SGLang release impersonated: its flag table (argument parser), its
+                                     log wording and its pool rules. "0.5.9" for the older release.
+  pre_load_avail_gib       85.334    free GiB on the least-free rank before the weights load, as the GPU
+                                     would show it to an empty process (ct200)
+  in_use_before_load_gib   0.0       GiB something else already holds on every GPU when SGLang starts
+                                     (ct200 had ~10): the logged P is pre_load_avail_gib minus this
+  rank_extra_avail_gib     []        extra free GiB of rank i over the least-free rank (list; missing = 0)
+  weights_gib_per_gpu      65.915    what the target's weights take per GPU (A = P - this; ct200: 19.419)
+  draft_weights_gib_per_gpu 0.5      what a speculative draft model's weights take per GPU
+  graph_gib                0.6       what CUDA-graph capture takes per GPU (target; a draft's takes a quarter)
+  gpu_memory_mib           97887     total memory per GPU (the default --mem-fraction-static uses it)
+  load_seconds             0.2       time to load the target's weights; progress lines are paced over it
+  draft_load_seconds       null      time to load the draft's weights (null: a tenth of load_seconds)
+  graph_seconds            0.05      time to capture CUDA graphs
+  checkpoint_shards        null      safetensors shards shown in the progress lines (null: counted from the
+                                     checkpoint's model.safetensors.index.json, else 4)
+  api                      "new"     "new" (0.5.9+: /server_info, /tokenize) or "old" (0.4.6)
+  prefill_tokens_per_s     5.0e6     simulated prefill speed
+  decode_seconds_per_token 0.0       simulated decode speed
+  fault                    null      a failure to inject, as the real one looks:
+                                       "cuda_oom_at_load"   torch.OutOfMemoryError half-way through the weights
+                                       "not_enough_memory"  the release's own pool error, whatever the numbers
+                                       "hang_at_load"       stops logging after 'Load weight begin' (timeouts)
+                                       "crash"              serves, then dies fault_after_seconds after ready
+  fault_after_seconds      0.0       for "crash"
+"""
 
 import json
 import math
 import os
 
+GIB = 1 << 30
+
 DEFAULTS = {
-    "pre_load_avail_gib": 85.334,   # P: free GiB before weights, least-free rank (ct200)
-    "weights_gib_per_gpu": 65.915,  # what loading takes, so A = P - weights (ct200: 19.419)
-    "api": "new",                   # "new" (0.5.9+: /server_info, /tokenize) or "old" (0.4.6)
-    "load_seconds": 0.2,            # simulated weight loading + CUDA graph capture
-    "prefill_tokens_per_s": 5.0e6,  # simulated prefill speed
+    "version": "0.5.23",
+    "pre_load_avail_gib": 85.334,
+    "in_use_before_load_gib": 0.0,
+    "rank_extra_avail_gib": [],
+    "weights_gib_per_gpu": 65.915,
+    "draft_weights_gib_per_gpu": 0.5,
+    "graph_gib": 0.6,
+    "gpu_memory_mib": 97887,
+    "load_seconds": 0.2,
+    "draft_load_seconds": None,
+    "graph_seconds": 0.05,
+    "checkpoint_shards": None,
+    "api": "new",
+    "prefill_tokens_per_s": 5.0e6,
     "decode_seconds_per_token": 0.0,
-    "version": "0.5.9",
+    "fault": None,
+    "fault_after_seconds": 0.0,
 }
+FAULTS = (None, "cuda_oom_at_load", "not_enough_memory", "hang_at_load", "crash")
 
 
 def load_gpu():
@@ -22,36 +65,125 @@ def load_gpu():
     path = os.environ.get("SGLANG_DOUBLE_GPU")
     if path:
         with open(path, encoding="utf-8") as handle:
-            gpu.update(json.load(handle))
+            gpu.update({k: v for k, v in json.load(handle).items() if not k.startswith("_")})
+    if gpu["fault"] not in FAULTS:
+        raise ValueError("SGLANG_DOUBLE_GPU fault=%r: use one of %s" % (gpu["fault"], FAULTS))
     return gpu
 
 
-def _language_config(config):
+def release(gpu):
+    return "0.5.9" if str(gpu.get("version", "")).startswith("0.5.9") else "0.5.23"
+
+
+def language_config(config):
     text = config.get("text_config")
     return text if isinstance(text, dict) and "num_hidden_layers" in text else config
 
 
-def cell_size(config, args):
-    """Bytes per token per GPU, as ModelRunner.get_cell_size_per_token computes it."""
-    cfg = _language_config(config)
-    dtype_bytes = {"fp8_e4m3": 1, "fp8_e5m2": 1, "bf16": 2, "bfloat16": 2, "fp16": 2, "float16": 2}
-    if args.kv_cache_dtype in dtype_bytes:
-        elem = dtype_bytes[args.kv_cache_dtype]
-    else:
-        quant = cfg.get("quantization_config") or config.get("quantization_config") or {}
-        elem = 1 if str(quant.get("kv_cache_quant_algo", "")).upper() == "FP8" else 2
-    layers = math.ceil(cfg["num_hidden_layers"] / args.pp_size)
-    if cfg.get("kv_lora_rank"):
-        return (cfg["kv_lora_rank"] + cfg["qk_rope_head_dim"]) * layers * elem
-    attn_tp = args.tp_size // args.dp_size if args.enable_dp_attention else args.tp_size
+def _model_dtype_bytes(config):
+    dtype = str(language_config(config).get("torch_dtype") or config.get("torch_dtype")
+                or config.get("dtype") or "bfloat16")
+    return 4 if dtype in ("float32", "float") else 2
+
+
+def kv_elem_bytes(kv_cache_dtype, config):
+    """The KV element size for a --kv-cache-dtype (mem_cache/kv_cache_dtype.py configure_kv_cache_dtype)."""
+    if kv_cache_dtype in ("fp8_e4m3", "fp8_e5m2", "mxfp8"):
+        return 1
+    if kv_cache_dtype in ("bf16", "bfloat16"):
+        return 2
+    if kv_cache_dtype in ("fp4_e2m1", "nvfp4", "fp4_mx_block16"):
+        return 1  # float4_e2m1fn_x2: one byte holds two values; the cell is halved below (MLA)
+    quant = language_config(config).get("quantization_config") or config.get("quantization_config") or {}
+    if str(quant.get("kv_cache_quant_algo", "")).upper() == "FP8":
+        return 1
+    return _model_dtype_bytes(config)
+
+
+def attn_tp_size(args):
+    dp = args.attn_dp_size or (args.dp_size if args.enable_dp_attention else 1)
+    return max(1, args.tp_size // max(1, dp))
+
+
+def num_layers(config, pp_size):
+    return math.ceil(language_config(config)["num_hidden_layers"] / pp_size)
+
+
+def mha_geometry(config):
+    cfg = language_config(config)
     total_kv = cfg.get("num_key_value_heads") or cfg["num_attention_heads"]
     head_dim = cfg.get("head_dim") or cfg["hidden_size"] // cfg["num_attention_heads"]
-    return max(1, total_kv // attn_tp) * head_dim * layers * 2 * elem
+    v_head_dim = cfg.get("v_head_dim") or head_dim
+    return total_kv, head_dim, v_head_dim
 
 
-def profile_max_num_token(pre_gib, post_gib, mem_fraction_static, cell):
-    rest_memory = post_gib - pre_gib * (1 - mem_fraction_static)
-    return int(rest_memory * (1 << 30) // cell)
+def target_cell(config, args):
+    """Bytes per token per GPU of the target's pool: 0.5.9 ModelRunner.get_cell_size_per_token
+    (model_runner_kv_cache_mixin.py), 0.5.23 DefaultPoolConfigurator._compute_cell_size
+    (model_executor/pool_configurator.py)."""
+    cfg = language_config(config)
+    elem = kv_elem_bytes(args.kv_cache_dtype, config)
+    layers = num_layers(config, args.pp_size)
+    if cfg.get("kv_lora_rank"):
+        cell = (cfg["kv_lora_rank"] + cfg["qk_rope_head_dim"]) * layers * elem
+        if args.kv_cache_dtype in ("fp4_e2m1", "nvfp4", "fp4_mx_block16"):  # kv_scale_buffer, block 16
+            cell = cell // 2 + (cfg["kv_lora_rank"] + cfg["qk_rope_head_dim"]) // 16 * layers * elem
+        return cell
+    total_kv, head_dim, v_head_dim = mha_geometry(config)
+    return max(1, total_kv // attn_tp_size(args)) * (head_dim + v_head_dim) * layers * elem
+
+
+def draft_layers(draft_config):
+    """EAGLE/MTP drafts: num_nextn_predict_layers, else the draft's own layers
+    (0.5.23 spec_aux_hidden_state.py _resolve_eagle_aux_hidden_state; 0.5.9 profile_max_num_token)."""
+    cfg = language_config(draft_config)
+    return int(cfg.get("num_nextn_predict_layers") or draft_config.get("num_nextn_predict_layers")
+               or cfg["num_hidden_layers"])
+
+
+def dflash_draft_cell(draft_config, args):
+    """0.5.23 speculative/dflash_utils.py dflash_draft_cell_size_per_token, with the draft's KV dtype from
+    mem_cache/kv_cache_dtype.py (--speculative-draft-kv-cache-dtype, else --kv-cache-dtype; "auto" is the
+    draft's own dtype) and heads split over the draft's attention TP (speculative/draft_parallel.py:
+    the target's attention TP when there is no context parallelism), times attn_dcp_size (1 here)."""
+    dtype = args.speculative_draft_kv_cache_dtype or args.kv_cache_dtype
+    elem = _model_dtype_bytes(draft_config) if dtype == "auto" else kv_elem_bytes(dtype, draft_config)
+    total_kv, head_dim, v_head_dim = mha_geometry(draft_config)
+    heads = max(1, total_kv // attn_tp_size(args))  # ModelConfig.get_num_kv_heads
+    return heads * (head_dim + v_head_dim) * language_config(draft_config)["num_hidden_layers"] * elem
+
+
+def draft_cell_059(draft_config, args):
+    """0.5.9: the draft worker's own pool (same token count as the target's), cell from the draft config."""
+    cfg = language_config(draft_config)
+    elem = kv_elem_bytes(args.kv_cache_dtype, draft_config)
+    layers = draft_layers(draft_config)
+    if cfg.get("kv_lora_rank"):
+        return (cfg["kv_lora_rank"] + cfg["qk_rope_head_dim"]) * layers * elem
+    total_kv, head_dim, v_head_dim = mha_geometry(draft_config)
+    return max(1, total_kv // attn_tp_size(args)) * (head_dim + v_head_dim) * layers * elem
+
+
+def pool_cells(config, draft_config, args, rel, algorithm):
+    """(target part, draft part) of each token's cell as the release budgets the target's pool.
+    0.5.23 DefaultPoolConfigurator.__init__: EAGLE/STANDALONE add int(cell * draft_layers / layers);
+    DFLASH adds the draft's own cell (scale_kv_cell_size_per_token_for_dflash with a draft cell).
+    0.5.9: the target's cell only (the draft's pool comes out of the headroom later)."""
+    cell = target_cell(config, args)
+    if rel == "0.5.9" or draft_config is None or algorithm is None:
+        return cell, 0
+    if algorithm in ("DFLASH", "DSPARK"):  # is_dflash_family()
+        return cell, dflash_draft_cell(draft_config, args)
+    if algorithm in ("EAGLE", "EAGLE3", "FROZEN_KV_MTP", "NEXTN", "STANDALONE"):  # is_eagle(), NEXTN -> EAGLE
+        return cell, int(cell * draft_layers(draft_config) / num_layers(config, args.pp_size))
+    return cell, 0
+
+
+def profile_max_num_token(pre_gib, avail_gib, mem_fraction_static, cell):
+    """rest = avail - pre x (1 - f), in GiB, then bytes // cell (both releases; 0.5.23
+    KVCacheConfigurator._profile_available_bytes + DefaultPoolConfigurator.calculate_pool_sizes)."""
+    rest_memory = avail_gib - pre_gib * (1 - mem_fraction_static)
+    return int(rest_memory * GIB) // cell, rest_memory
 
 
 def default_mem_fraction_static(gpu_mem_mib, tp_size, pp_size):
@@ -60,3 +192,14 @@ def default_mem_fraction_static(gpu_mem_mib, tp_size, pp_size):
     reserved = 512 + max(chunked_prefill_size, 2048) * 1.5 + cuda_graph_max_bs * 2 + tp_size * pp_size / 8 * 1024
     reserved = max(reserved, 10 * 1024) if gpu_mem_mib > 60 * 1024 else reserved
     return round((gpu_mem_mib - reserved) / gpu_mem_mib, 3)
+
+
+def checkpoint_shards(model_path, gpu):
+    if gpu.get("checkpoint_shards"):
+        return int(gpu["checkpoint_shards"])
+    index = os.path.join(model_path, "model.safetensors.index.json")
+    try:
+        with open(index, encoding="utf-8") as handle:
+            return max(1, len(set(json.load(handle).get("weight_map", {}).values())))
+    except (OSError, ValueError):
+        return 4

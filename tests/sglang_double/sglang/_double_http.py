@@ -17,8 +17,12 @@ class BadRequest(Exception):
 
 
 def answer_text(prompt):
-    """The double's "model": the last animal named before the final line, else a shrug."""
-    body = prompt.rsplit("\n", 1)[0] if "\n" in prompt else prompt
+    """The double's "model", reading only the prompt: asked for a number (the final line says "number"), the
+    number the text states ("... number is N"); otherwise the last animal named before the final line."""
+    body, question = prompt.rsplit("\n", 1) if "\n" in prompt else (prompt, "")
+    if "number" in question.lower():
+        stated = re.search(r"\bnumber is (\d+)", body)
+        return " %s." % stated.group(1) if stated else " Unknown."
     found = [m.group(0).lower() for m in re.finditer(r"\b(%s)s?\b" % "|".join(ANIMALS), body, re.IGNORECASE)]
     return " %s." % found[-1].capitalize() if found else " Unknown."
 
@@ -62,6 +66,8 @@ class Server:
                              "input or enable --allow-auto-truncate." % (n, limit))
         time.sleep(n / float(self.gpu["prefill_tokens_per_s"]))
         text = "" if isinstance(prompt, list) else prompt
+        if self.gpu.get("visible_tokens"):  # a server that silently drops early context (a fault to inject)
+            text = "".join(pieces(text)[-int(self.gpu["visible_tokens"]):])
         out = pieces(answer_text(text))[:max_new_tokens]
         time.sleep(len(out) * float(self.gpu["decode_seconds_per_token"]))
         finish = "stop" if len(out) < max_new_tokens else "length"
@@ -197,6 +203,9 @@ def serve(args, gpu, state, log):
     log("Uvicorn running on http://%s:%d (Press CTRL+C to quit)" % (args.host, args.port))
 
     def warm_up():
+        # SGLang's own warm-up request, as its scheduler logs it (managers/scheduler_metrics_mixin.py, 0.5.9)
+        log("Prefill batch, #new-seq: 1, #new-token: 1, #cached-token: 0, token usage: 0.00, #running-req: 0, "
+            "#queue-req: 0, input throughput (token/s): 0.00, cuda graph: False", 0)
         app.generate([0], 1)
         app.ready = True
         log("The server is fired up and ready to roll!")

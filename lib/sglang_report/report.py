@@ -1,0 +1,235 @@
+"""One run's report for one host: report.json and a self-contained report.html (the picture inside).
+
+Input: the role's facts as one mapping (roles/sglang/tasks/report.yml sends them). Every key may be
+missing (a rollback has no plan, a failed boot no proof); the report says "not recorded" instead.
+"""
+
+import base64
+import glob
+import html
+import json
+import os
+
+from .picture import curves, draw
+
+REPORT_VERSION = 1
+
+
+def _get(mapping, *keys):
+    for key in keys:
+        if not isinstance(mapping, dict):
+            return None
+        mapping = mapping.get(key)
+    return mapping
+
+
+def _number(value):
+    try:
+        return float(value) if "." in str(value) else int(value)
+    except (TypeError, ValueError):
+        return None
+
+
+def measured_boots(facts):
+    """The host's measured boots: the inventory's list, the stored calibration's boot, this run's boot."""
+    boots = []
+    for boot in facts.get("sglang_measured_boots") or []:
+        if _number(boot.get("mem_fraction_static")) and _number(boot.get("pool_tokens")):
+            boots.append({"mem_fraction_static": float(boot["mem_fraction_static"]),
+                          "pool_tokens": int(boot["pool_tokens"]), "source": boot.get("source", "inventory"),
+                          "setup": boot.get("setup") or {}})
+    # A pool pinned by --max-total-tokens is the pin, not a point of the profile line: not drawn as one.
+    stored = facts.get("_sglang_calibration_stored") or {}
+    if _number(stored.get("mem_fraction_static")) and _number(stored.get("pool_tokens")) and not stored.get("pinned"):
+        boots.append({"mem_fraction_static": float(stored["mem_fraction_static"]),
+                      "pool_tokens": int(stored["pool_tokens"]),
+                      "source": "calibration boot %s" % stored.get("measured_at", "")})
+    plan, boot = facts.get("sglang_kv_plan_result") or {}, facts.get("sglang_boot") or {}
+    pinned = _number(plan.get("max_total_tokens")) and _number(boot.get("pool_tokens")) and \
+        int(boot["pool_tokens"]) >= int(plan["max_total_tokens"])
+    if _number(plan.get("mem_fraction_static")) and _number(boot.get("pool_tokens")) and not pinned:
+        boots.append({"mem_fraction_static": float(plan["mem_fraction_static"]),
+                      "pool_tokens": int(boot["pool_tokens"]), "source": "this run's boot"})
+    unique = {}
+    for boot in boots:
+        unique.setdefault((boot["mem_fraction_static"], boot["pool_tokens"]), boot)
+    return sorted(unique.values(), key=lambda b: b["mem_fraction_static"])
+
+
+def previous_report(host_dir, exclude=None):
+    """The newest earlier report.json for this host, or None."""
+    paths = sorted(glob.glob(os.path.join(host_dir, "*", "report.json")))
+    paths = [p for p in paths if exclude is None or os.path.dirname(os.path.abspath(p)) != os.path.abspath(exclude)]
+    for path in reversed(paths):
+        try:
+            with open(path, encoding="utf-8") as handle:
+                return path, json.load(handle)
+        except (OSError, ValueError):
+            continue
+    return None, None
+
+
+def _difference(now, before):
+    if now is None or before is None:
+        return None
+    return {"now": now, "before": before, "change": round(now - before, 3),
+            "change_pct": round((now - before) / before * 100, 2) if before else None}
+
+
+def build_report(facts, generated_at, previous=None, previous_path=None):
+    """report.json's content from the role's facts."""
+    spec, plan = facts.get("sglang_kv_spec") or {}, facts.get("sglang_kv_plan_result") or {}
+    boot, smoke = facts.get("sglang_boot") or {}, facts.get("sglang_smoke") or {}
+    smoke = {k: v for k, v in smoke.items() if k not in ("invocation", "_ansible_no_log")}
+    report = {
+        "version": REPORT_VERSION,
+        "host": facts.get("host"),
+        "generated_at": generated_at,
+        "plan": {
+            "inputs": {k: v for k, v in spec.items() if k != "model_config"},
+            "model_config_keys": sorted(spec.get("model_config") or {}),
+            "calibration_source": facts.get("calibration_source"),
+            **{k: plan.get(k) for k in (
+                "context_length", "mem_fraction_static", "max_running_requests", "max_total_tokens",
+                "predicted_pool_tokens", "required_pool_tokens", "headroom_gib", "kv_bytes_per_token",
+                "kv_cache_gib", "calibrated", "pre_load_avail_gib", "post_load_avail_gib", "args",
+                "explanation", "assumptions")},
+        },
+        "boot": {k: boot.get(k) for k in ("pre_load_avail_gib", "post_load_avail_gib", "pool_tokens", "context_len",
+                                          "max_running_requests", "ranks", "error", "invocation_id")},
+        "boot_wait_s": _get(facts, "sglang_ready", "elapsed_s"),
+        "calibration": facts.get("_sglang_calibration_stored") or {},
+        "restarts": {"starts": _number(facts.get("sglang_starts")) or 0,
+                     "corrective": _number(facts.get("sglang_corrective_restarts")) or 0},
+        "proof": {k: smoke.get(k) for k in (
+            "ok", "pool_tokens", "context_length", "max_req_input_len", "prompt_tokens", "completion_tokens",
+            "completion", "elapsed_s", "ttft_s", "prefill_tokens_per_s", "checks", "msg")},
+        "measured_boots": measured_boots(facts),
+        "previous": None,
+    }
+    if previous:
+        report["previous"] = {
+            "path": previous_path,
+            "generated_at": previous.get("generated_at"),
+            "pool_tokens": _difference(_get(report, "proof", "pool_tokens"), _get(previous, "proof", "pool_tokens")),
+            "prefill_tokens_per_s": _difference(_get(report, "proof", "prefill_tokens_per_s"),
+                                                _get(previous, "proof", "prefill_tokens_per_s")),
+            "mem_fraction_static": _difference(_get(report, "plan", "mem_fraction_static"),
+                                               _get(previous, "plan", "mem_fraction_static")),
+        }
+    return report
+
+
+def picture(facts, title):
+    """(png bytes, curve data) for the plan in `facts`, or (None, None) without a plan."""
+    spec, plan = facts.get("sglang_kv_spec"), facts.get("sglang_kv_plan_result")
+    if not spec or not plan:
+        return None, None
+    data = curves(spec, plan, measured_boots(facts))
+    png, _fig = draw(data, title)
+    return png, data
+
+
+def _fmt(value, digits=None):
+    if value is None or value == "":
+        return "not recorded"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, int):
+        return "{:,}".format(value)
+    if isinstance(value, float):
+        return ("{:,.%df}" % digits).format(value) if digits is not None else "{:,}".format(value)
+    return str(value)
+
+
+def _rows(pairs):
+    return "".join("<tr><th>%s</th><td>%s</td></tr>" % (html.escape(k), html.escape(_fmt(v))) for k, v in pairs)
+
+
+def _change(diff, unit=""):
+    if not diff:
+        return "not recorded"
+    pct = "" if diff["change_pct"] is None else " (%+.1f%%)" % diff["change_pct"]
+    return "%s -> %s%s, %+g%s" % (_fmt(diff["before"]), _fmt(diff["now"]), unit, diff["change"], pct)
+
+
+def render_html(report, png):
+    """One self-contained page: no script, no external file; the picture is a data: URI."""
+    plan, boot, proof = report["plan"], report["boot"], report["proof"]
+    title = "%s: SGLang KV-pool plan and proof, %s" % (report["host"], report["generated_at"])
+    image = ('<img id="picture" alt="pool tokens against --mem-fraction-static for %s" src="data:image/png;base64,%s">'
+             % (html.escape(report["host"] or ""), base64.b64encode(png).decode()) if png else
+             "<p>No picture: this run has no plan.</p>")
+    checks = "".join("<li>%s %s: %s</li>" % ("&#10003;" if c.get("ok") else "&#10007;", html.escape(str(c.get("name"))),
+                                              html.escape(str(c.get("detail"))))
+                     for c in proof.get("checks") or [])
+    previous = report.get("previous")
+    if previous:
+        diff = ("<p>Previous report: %s</p><table id=\"previous\">%s</table>" % (
+            html.escape(str(previous["generated_at"])),
+            "".join("<tr><th>%s</th><td>%s</td></tr>" % (k, html.escape(v)) for k, v in (
+                ("pool (tokens)", _change(previous["pool_tokens"])),
+                ("prefill (tokens/s)", _change(previous["prefill_tokens_per_s"])),
+                ("--mem-fraction-static", _change(previous["mem_fraction_static"]))))))
+    else:
+        diff = "<p>No earlier report for this host.</p>"
+    sections = [
+        "<h1>%s</h1>" % html.escape(title),
+        '<p class="plan" id="explanation">%s</p>' % html.escape(_fmt(plan.get("explanation"))),
+        image,
+        "<h2>Plan</h2><table id=\"plan\">%s</table>" % _rows([
+            ("context target", plan["inputs"].get("context_target")), ("model", plan["inputs"].get("model")),
+            ("tp / pp / dp", "%s / %s / %s" % tuple(plan["inputs"].get(k) for k in ("tp_size", "pp_size", "dp_size"))),
+            ("KV cache dtype", plan["inputs"].get("kv_cache_dtype")),
+            ("P, free GiB before the weights", plan.get("pre_load_avail_gib")),
+            ("A, free GiB after the weights", plan.get("post_load_avail_gib")),
+            ("P and A came from", plan.get("calibration_source")),
+            ("--mem-fraction-static", plan.get("mem_fraction_static")),
+            ("predicted pool (tokens)", plan.get("predicted_pool_tokens")),
+            ("required pool (tokens)", plan.get("required_pool_tokens")),
+            ("--max-total-tokens", plan.get("max_total_tokens")),
+            ("headroom (GiB)", plan.get("headroom_gib")),
+            ("KV bytes per token", plan.get("kv_bytes_per_token")),
+            ("flags", " ".join(plan.get("args") or []) or None)]),
+        "<ul>%s</ul>" % "".join("<li>%s</li>" % html.escape(a) for a in plan.get("assumptions") or []),
+        "<h2>Boot</h2><table id=\"boot\">%s</table>" % _rows([
+            ("P logged (GiB)", boot.get("pre_load_avail_gib")), ("A logged (GiB)", boot.get("post_load_avail_gib")),
+            ("pool allocated (tokens)", boot.get("pool_tokens")), ("context", boot.get("context_len")),
+            ("max running requests", boot.get("max_running_requests")), ("ranks", boot.get("ranks")),
+            ("boot time (s, unit start to ready)", report.get("boot_wait_s")),
+            ("starts this run", report["restarts"]["starts"]),
+            ("corrective restarts", report["restarts"]["corrective"])]),
+        "<h2>Calibration</h2><table id=\"calibration\">%s</table>" % (_rows(sorted(report["calibration"].items()))
+                                                                     or "<tr><td>none stored</td></tr>"),
+        "<h2>Proof</h2><table id=\"proof\">%s</table>" % _rows([
+            ("passed", proof.get("ok")), ("pool (tokens)", proof.get("pool_tokens")),
+            ("prompt (tokens, server-counted)", proof.get("prompt_tokens")),
+            ("time to first token (s)", proof.get("ttft_s")), ("request (s)", proof.get("elapsed_s")),
+            ("prefill (tokens/s)", proof.get("prefill_tokens_per_s")), ("answer", proof.get("completion"))]),
+        "<ul id=\"checks\">%s</ul>" % checks,
+        "<h2>Since the previous report</h2>%s" % diff,
+    ]
+    style = ("body{font-family:sans-serif;max-width:1320px;margin:1em auto;color:#222}"
+             "table{border-collapse:collapse;margin:.5em 0}th,td{border:1px solid #ccc;padding:.2em .6em;"
+             "text-align:left}th{background:#f4f4f4;font-weight:normal}img{max-width:100%}")
+    return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>%s</title><style>%s</style>"
+            "</head><body>\n%s\n</body></html>\n" % (html.escape(title), style, "\n".join(sections)))
+
+
+def write_run_report(facts, root, stamp, generated_at):
+    """reports/<host>/<stamp>/report.json + report.html; returns the folder."""
+    host_dir = os.path.join(root, facts.get("host") or "unknown-host")
+    out = os.path.join(host_dir, stamp)
+    previous_path, previous = previous_report(host_dir, exclude=out)
+    report = build_report(facts, generated_at, previous, previous_path)
+    png, data = picture(facts, "%s: %s" % (report["host"], _fmt(report["plan"].get("explanation"))))
+    if data:
+        report["picture"] = {"ceiling": data["ceiling"], "measured": data["measured"],
+                             "tradeoff": {k: v for k, v in data["tradeoff"].items() if not isinstance(v, list)}}
+    os.makedirs(out, exist_ok=True)
+    with open(os.path.join(out, "report.json"), "w", encoding="utf-8") as handle:
+        json.dump(report, handle, indent=2, sort_keys=True, default=str)
+        handle.write("\n")
+    with open(os.path.join(out, "report.html"), "w", encoding="utf-8") as handle:
+        handle.write(render_html(report, png))
+    return out

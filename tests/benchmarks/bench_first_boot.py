@@ -1,0 +1,104 @@
+"""First boot of 200 simulated new hosts: the pinned pool (--max-total-tokens) against the older scheme.
+
+Each host's true P and A differ from the planner's estimate as real hosts do (ct200 had ~10 GiB in use
+before the weights loaded; a checkpoint's shards are uneven): P_true = the GPU less 0.5-12 GiB, and the
+weights per GPU 0.9-1.15 x the estimate. Both schemes plan from the estimate, then "boot" with SGLang's
+own rule, written here from its source (0.5.23 kv_cache_configurator.py: profile = A - P(1 - f), pool =
+min(profile, cap) in whole pages), independently of the planner. A pool short of what was planned costs
+one corrective restart, re-planned from the measured P and A; a target that does not fit fails.
+
+    python tests/benchmarks/bench_first_boot.py [hosts] [seed]
+"""
+
+import os
+import random
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "lib"))
+
+import sglang_kvplan as kv  # noqa: E402
+
+GIB = 1 << 30
+SETUPS = [  # (name, spec): the seed's setup first
+    ("ct200 Kimi K2.6 + DFlash, TP8, 200k", {
+        "model": "kimi-k2.6", "tp_size": 8, "gpu_memory_mib": 97_887, "context_target": 200_000,
+        "speculative": {"algorithm": "DFLASH", "draft_model": "kimi-k2.6-dflash", "draft_model_path": "/d",
+                        "num_draft_tokens": 16}}),
+    ("Llama 3.1 70B, TP4 on H100 80GB, 128k", {
+        "model": "llama-3.1-70b", "tp_size": 4, "gpu_memory_mib": 81_559, "context_target": 131_072}),
+    ("Qwen3 235B-A22B, TP8 on H200, 32k x fp8", {
+        "model": "qwen3-235b-a22b", "tp_size": 8, "gpu_memory_mib": 143_771, "context_target": 32_768,
+        "kv_cache_dtype": "fp8_e4m3"}),
+]
+
+
+def sglang_pool(pre, post, fraction, cell, page, cap):
+    """What SGLang allocates: the profile, capped, in whole pages."""
+    profiled = int((post - pre * (1 - fraction)) * GIB) // cell
+    if cap is not None:
+        profiled = min(profiled, cap)
+    return max(profiled // page * page, 0)
+
+
+def deploy(spec, true_p, true_a, policy):
+    """(corrective restarts, pool, headroom GiB, failed) for one first deploy under `policy`."""
+    spec = dict(spec, pool_policy=policy)
+    try:
+        plan = kv.plan(spec)
+    except kv.KVPlanError:
+        return 0, 0, 0.0, True
+    restarts = 0
+    for _ in range(2):  # the first boot, and at most one corrective restart
+        cell = plan["kv_bytes_per_token"]
+        pool = sglang_pool(true_p, true_a, plan["mem_fraction_static"], cell, 1, plan["max_total_tokens"])
+        headroom = true_a - pool * cell / GIB - plan["draft_weights_gib"]
+        if pool >= plan["required_pool_tokens"] or restarts:
+            return restarts, pool, headroom, pool < spec["context_target"]
+        try:
+            plan = kv.plan(dict(spec, pre_load_avail_gib=round(true_p, 2), post_load_avail_gib=round(true_a, 2)))
+        except kv.KVPlanError:
+            return restarts, pool, headroom, True
+        restarts += 1
+    return restarts, pool, headroom, pool < spec["context_target"]
+
+
+def main(hosts=200, seed=7):
+    rng = random.Random(seed)
+    print("%d simulated new hosts per setup (seed %d): P = GPU - U(0.5, 12) GiB, weights x U(0.9, 1.15)\n"
+          % (hosts, seed))
+    header = "%-44s %-9s %6s %9s %8s %8s %13s %9s %12s" % (
+        "setup", "scheme", "fits", "restarts", "hosts>0", "failed", "|pool-tgt|max", "planned", "headroom min")
+    print(header)
+    print("-" * len(header))
+    for name, spec in SETUPS:
+        estimate = kv.plan(dict(spec, pool_policy="target"))
+        weights_est = estimate["pre_load_avail_gib"] - estimate["post_load_avail_gib"]
+        target = spec["context_target"]
+        draws = []
+        for _ in range(hosts):
+            true_p = spec["gpu_memory_mib"] / 1024 - rng.uniform(0.5, 12.0)
+            draws.append((true_p, true_p - weights_est * rng.uniform(0.9, 1.15)))
+        cell = estimate["kv_bytes_per_token"]
+        fits = [a - estimate["max_total_tokens"] * cell / GIB - estimate["draft_weights_gib"] >= spec.get(
+            "min_headroom_gib", 4.0) for _, a in draws]
+        for policy, label in (("fraction", "fraction"), ("target", "pinned")):
+            results = [deploy(spec, p, a, policy) for p, a in draws]
+            fitting = [r for r, ok in zip(results, fits, strict=True) if ok]
+            restarts = sum(r[0] for r in fitting)
+            hosts_restarted = sum(1 for r in fitting if r[0])
+            failed = sum(1 for r in fitting if r[3])
+            error = max((abs(r[1] - target) for r in fitting if not r[3]), default=0)
+            planned = kv.plan(dict(spec, pool_policy=policy))["required_pool_tokens"]
+            headroom = min((r[2] for r in fitting if not r[3]), default=0.0)
+            print("%-44s %-9s %6d %9d %8d %8d %13s %9s %12.2f" % (
+                name, label, len(fitting), restarts, hosts_restarted, failed, f"{error:,}", f"{planned:,}", headroom))
+        print("%-44s %-9s %6d   (targets that do not fit: refused or failed with the numbers, both schemes)"
+              % ("", "no fit", hosts - sum(fits)))
+    print("\nfits: hosts where the target physically fits with the headroom; restarts: corrective restarts among"
+          " them;\n|pool-tgt|max: the largest pool-vs-target difference (tokens); planned: the pool asked for (the"
+          " pin is the target\nplus --speculative-num-draft-tokens); headroom min: GiB left outside the pool on"
+          " the least host.")
+
+
+if __name__ == "__main__":
+    main(*(int(a) for a in sys.argv[1:3]))

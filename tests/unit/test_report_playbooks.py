@@ -1,0 +1,84 @@
+"""The report through Ansible: playbooks/plan.yml draws each host without connecting, and the role's
+report.yml writes reports/<host>/<timestamp>/ on the controller from the role's facts."""
+
+import glob
+import json
+import os
+import subprocess
+import sys
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+PLAYBOOK_BIN = os.path.join(os.path.dirname(sys.executable), "ansible-playbook")
+
+
+def run(*args):
+    env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(REPO, "ansible.cfg"), ANSIBLE_NOCOLOR="1")
+    return subprocess.run([PLAYBOOK_BIN, *args], cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
+
+
+def test_plan_draws_every_host_and_says_where(tmp_path):
+    # ansible_host is unreachable here: any connection attempt would fail the run.
+    result = run("playbooks/plan.yml", "-e", "ansible_host=192.0.2.1", "-e", "sglang_report_dir=%s" % tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+    picture = tmp_path / "plan" / "ct200.png"
+    assert "picture: %s" % picture in result.stdout
+    assert picture.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert "measured boot: f 0.940 -> 218,484 tokens; the plan's formula: 218,485" in result.stdout
+    assert "forward check" not in result.stdout
+
+
+def test_plan_fails_when_the_calibration_does_not_predict_the_measured_boots(tmp_path):
+    result = run("playbooks/plan.yml", "-e", "sglang_report_dir=%s" % tmp_path,
+                 "-e", '{"sglang_calibration": {"pre_load_avail_gib": 85.0, "post_load_avail_gib": 19.419}}')
+    assert result.returncode != 0
+    assert "does not predict the boot(s) measured on this host: f 0.85 gave 101134 tokens, the formula 101900" \
+        in result.stdout
+
+
+def test_an_estimate_lists_the_boots_without_judging_them(tmp_path):
+    result = run("playbooks/plan.yml", "-e", "sglang_report_dir=%s" % tmp_path, "-e", '{"sglang_calibration": {}}')
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "(estimated P and A)" in result.stdout
+
+
+def test_a_refusal_is_printed_once(tmp_path):
+    result = run("playbooks/plan.yml", "-e", "sglang_context_target=250000", "-e", "sglang_report_dir=%s" % tmp_path)
+    assert result.returncode != 0
+    output = result.stdout + result.stderr
+    assert output.count("context_target 250,000 does not fit") == 1, output
+    assert "<<< caused by >>>" not in output
+
+
+def test_role_writes_the_run_report_on_the_controller(tmp_path):
+    with open(os.path.join(REPO, "tests", "fixtures", "report_facts_ct200.json"), encoding="utf-8") as handle:
+        facts = json.load(handle)
+    extra = tmp_path / "facts.json"
+    # What the role has set by the end of smoke.yml (the registered wait result as _sglang_ready).
+    extra.write_text(json.dumps({
+        "report_facts": {k: v for k, v in facts.items() if k not in ("host", "_comment", "calibration_source")},
+        "sglang_report_dir": str(tmp_path / "reports")}))
+    play = tmp_path / "report.yml"
+    play.write_text(
+        "- hosts: localhost\n  gather_facts: false\n  tasks:\n"
+        "    - ansible.builtin.set_fact:\n"
+        "        sglang_kv_spec: '{{ report_facts.sglang_kv_spec }}'\n"
+        "        sglang_kv_plan_result: '{{ report_facts.sglang_kv_plan_result }}'\n"
+        "        sglang_boot: '{{ report_facts.sglang_boot }}'\n"
+        "        sglang_smoke: '{{ report_facts.sglang_smoke }}'\n"
+        "        _sglang_ready: '{{ report_facts.sglang_ready }}'\n"
+        "        sglang_starts: 2\n"
+        "        sglang_corrective_restarts: 1\n"
+        "        _sglang_calibration_stored: '{{ report_facts._sglang_calibration_stored }}'\n"
+        "        sglang_measured_boots: '{{ report_facts.sglang_measured_boots }}'\n"
+        "    - ansible.builtin.include_role:\n        name: sglang\n        tasks_from: report\n")
+    result = run(str(play), "-e", "@%s" % extra)
+    assert result.returncode == 0, result.stdout + result.stderr
+    (folder,) = glob.glob(str(tmp_path / "reports" / "localhost" / "*"))
+    assert "report: %s/report.html" % folder in result.stdout
+    with open(os.path.join(folder, "report.json"), encoding="utf-8") as handle:
+        report = json.load(handle)
+    assert report["host"] == "localhost"
+    assert report["plan"]["calibration_source"].startswith("this run's first boot")
+    assert report["restarts"] == {"starts": 2, "corrective": 1}
+    assert report["proof"]["prompt_tokens"] == 60002 and report["boot_wait_s"] == 42.3
+    assert "changed=0" in result.stdout
