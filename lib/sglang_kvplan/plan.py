@@ -252,6 +252,11 @@ def plan(raw_spec):
         "args": args,
         "explanation": "target %s -> pool %s tokens (%s--mem-fraction-static %.3f), headroom %.1f GiB, %s"
                        % (_fmt(target), _fmt(pool), pinned_text, fraction, left, basis),
+        # What the flags alone say, for files on the host: no measured number, so a run that only refines the
+        # calibration rewrites (and restarts) nothing.
+        "flags_summary": "context %s, %s--mem-fraction-static %.3f, %d running request(s)"
+                         % (_fmt(target), ("pool pinned at %s tokens, " % _fmt(cap)) if cap is not None else "",
+                            fraction, running),
     }
 
 
