@@ -18,9 +18,15 @@ def test_missed_after_calibration_fails_naming_both_numbers(host):
     message = host.file("/root/refusal-240k.txt").content_string
     assert "context_target 240,000 does not fit" in message  # the calibrated re-plan refuses it
     largest = re.search(r"lower sglang_context_target to at most ([0-9,]+)", message)  # what fits, measured
-    assert largest and 234_000 < int(largest.group(1).replace(",", "")) < 236_000, message
+    # ct200 with its DFlash drafter: A 19.42 GiB less 4 GiB headroom, 72,832 B/token (2,560 of them the draft's)
+    assert largest and 218_000 < int(largest.group(1).replace(",", "")) < 221_000, message
     assert not message.startswith("Task failed")  # the planner's sentence, not Ansible's wrapping
-    assert "Restored the unit from /var/backups/sglang/" in message and "serves again" in message
+    # The one rescue put the last proven state back (or found that calibrate.yml already had, before the
+    # lead's calibrate.yml leaves that to the rescue), and the journal's last lines follow.
+    assert re.search(r"Restored the last proven state [0-9T]+Z \(context 200000\), which serves again "
+                     r"\(always, for a failed deploy\)|The live state is the proven entry [0-9T]+Z, and it serves",
+                     message), message
+    assert "Last lines of sglang's journal before the rescue:" in message
 
 
 def test_the_previous_unit_still_serves(host):
@@ -29,3 +35,10 @@ def test_the_previous_unit_still_serves(host):
     assert host.service("sglang").is_running
     info = json.loads(host.check_output("curl -s -H 'Authorization: Bearer molecule-not-a-secret' http://127.0.0.1:30000/server_info"))
     assert info["max_total_num_tokens"] >= 200_000 and info["context_length"] == 200_000
+
+
+def test_a_failed_first_install_says_so_and_leaves_the_unit_stopped(host):
+    message = host.file("/root/first-install.txt").content_string
+    assert "unrecognized arguments: --no-such-flag" in message
+    assert "There is no earlier proven state to restore (a first install?), so sglang is left stopped." in message
+    assert host.file("/root/first-install-state.txt").content_string.strip() in ("inactive", "failed")
