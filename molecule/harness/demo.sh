@@ -35,6 +35,9 @@ mkdir -p .cache/molecule/logs
 log=.cache/molecule/logs/demo.log
 molecule create -s default >/dev/null 2>&1
 molecule prepare -s default >/dev/null 2>&1
+# The demo paces the double's simulated weight load over 40 s (molecule's 1 s is for speed), so the boot's
+# progress lines (SGLang's own shard bar, read by the wait) can be watched; a real ct200 takes ~6 minutes.
+docker exec ct200-sim sed -i 's/"load_seconds": [0-9.]*/"load_seconds": 40/' /etc/sglang-double/gpu.json
 start=$(date +%s)
 strip() { sed -u 's/\x1b\[[0-9;]*m//g; s/^ *│ \{0,1\}//'; }
 # One line per try of the boot wait (callback_plugins/sglang_progress.py), as it happens.
