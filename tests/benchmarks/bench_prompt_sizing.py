@@ -1,7 +1,7 @@
 """Benchmark: how close sglang_smoke_test sizes its prompt, and the calls it takes.
 
 Prints asked vs server-counted prompt tokens against the SGLang double (ct200: 200,000-token context,
-218,485-token pool), with /tokenize (new API) and without it (old API, calibrated with short
+216,993-token pool), with /tokenize (new API) and without it (old API, calibrated with short
 completions), for the needle question: fixed sizes of 1k, 10k and 60k, `target` (98% of a 200,000
 context target; the proof needs 95% counted) and `full`.
 Run: .venv/bin/python tests/benchmarks/bench_prompt_sizing.py
