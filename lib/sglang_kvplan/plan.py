@@ -42,7 +42,7 @@ def _floor3(value):
     return math.floor(round(value * 1000, 6)) / 1000
 
 
-def _fraction_ceiling(pre, min_headroom):
+def fraction_ceiling(pre, min_headroom):
     """The largest fraction (3 decimals) that leaves min_headroom GiB of `pre` unreserved."""
     return min(_floor3(1 - min_headroom / pre), FRACTION_LIMIT)
 
@@ -102,7 +102,7 @@ def _beyond_native_window(spec):
             % (_fmt(spec["context_target"]), _fmt(native), _fmt(native)))
 
 
-class _Budget:
+class Budget:
     """Where one GPU's memory goes after the weights load: A = pool + draft extras + headroom."""
 
     def __init__(self, spec, post):
@@ -129,7 +129,7 @@ def _infeasible(spec, budget, pre, required, calibrated, native_note):
     target = spec["context_target"]
     headroom = spec["min_headroom_gib"]
     # The most that fits: within the headroom, and within what the profile reaches at the highest fraction.
-    ceiling = _pinned_fraction(spec, pre, headroom)
+    ceiling = pinned_fraction(spec, pre, headroom)
     profiled = pool_tokens(pre, budget.profile_post, ceiling, budget.cell, spec["page_size"]) if ceiling > 0 else 0
     limit = min(budget.most_tokens(headroom), profiled)
     if spec["pool_policy"] != "fraction" and is_mla(spec["model_config"]):
@@ -137,7 +137,7 @@ def _infeasible(spec, budget, pre, required, calibrated, native_note):
     largest = limit - _draft_extra_tokens(spec)
     fixes = []
     if spec["kv_cache_dtype"] not in ("fp8_e4m3", "fp8_e5m2"):
-        fp8 = _Budget(dict(spec, kv_cache_dtype="fp8_e4m3"), budget.post)
+        fp8 = Budget(dict(spec, kv_cache_dtype="fp8_e4m3"), budget.post)
         if fp8.cell < budget.cell and fp8.headroom(required) >= headroom:
             fixes.append("set sglang_kv_cache_dtype: fp8_e4m3 (%s B/token instead of %s): %s tokens fit, leaving "
                          "%.2f GiB" % (_fmt(fp8.cell), _fmt(budget.cell), _fmt(target), fp8.headroom(required)))
@@ -148,7 +148,7 @@ def _infeasible(spec, budget, pre, required, calibrated, native_note):
     fixes.append("use more GPUs: with sglang_pp_size %d (%d GPUs, weights and layers split over twice as many) "
                  "about %s tokens would fit (an estimate; the run measures it)"
                  % (wider["pp_size"], spec["tp_size"] * wider["pp_size"],
-                    _fmt(_Budget(wider, wider_post).most_tokens(headroom))))
+                    _fmt(Budget(wider, wider_post).most_tokens(headroom))))
     draft = ""
     if spec["speculative"]:
         draft = " The %s draft takes %s B/token%s and %.2f GiB of weights per GPU." % (
@@ -164,18 +164,18 @@ def _infeasible(spec, budget, pre, required, calibrated, native_note):
            " Also: " + native_note if native_note else ""))
 
 
-def _pinned_fraction(spec, pre, headroom):
+def pinned_fraction(spec, pre, headroom):
     """The highest fraction whose reserve (1 - f) x P stays within the headroom even where P is the whole
     GPU: then, whatever P and A really are, the profile reaches the cap whenever the cap physically fits
     with that headroom (profile = A - (1 - f) x P >= A - headroom >= cap x cell)."""
     upper = max(pre, spec["gpu_memory_mib"] / 1024 if spec["gpu_memory_mib"] else 0.0)
-    return _fraction_ceiling(upper, headroom)
+    return fraction_ceiling(upper, headroom)
 
 
 def _pinned(spec, pre, post, calibrated, budget, required):
     """Policies 'target' and 'max': (cap, fraction), the pool pinned with --max-total-tokens and the
     fraction a ceiling; None when the profile at that ceiling would not reach the cap."""
-    fraction = _pinned_fraction(spec, pre, spec["min_headroom_gib"])
+    fraction = pinned_fraction(spec, pre, spec["min_headroom_gib"])
     if fraction <= 0:
         return None
     profiled = pool_tokens(pre, budget.profile_post, fraction, budget.cell, spec["page_size"])
@@ -194,7 +194,7 @@ def plan(raw_spec):
                           "for a plan: the longest prompt + completion, in tokens, one request may use.")
     release, _ = rules_for(spec["version"], spec["pool_rules"])
     pre, post, calibrated, assumptions = memory(spec)
-    budget = _Budget(spec, post)
+    budget = Budget(spec, post)
     page = spec["page_size"]
     native_note = _beyond_native_window(spec)
     needed = _round_up(target + _draft_extra_tokens(spec), page)
@@ -207,7 +207,7 @@ def plan(raw_spec):
         margin = 0.0 if calibrated else spec["uncalibrated_margin"]
         required = _round_up(math.ceil(round(needed * (1 + margin), 6)), page)
         post_p = budget.profile_post
-        fraction = smallest_fraction(pre, post_p, budget.cell, page, required, _fraction_ceiling(pre, headroom_min))
+        fraction = smallest_fraction(pre, post_p, budget.cell, page, required, fraction_ceiling(pre, headroom_min))
         if fraction is None or budget.headroom(pool_tokens(pre, post_p, fraction, budget.cell, page)) < headroom_min:
             _infeasible(spec, budget, pre, required, calibrated, native_note)
         pool = pool_tokens(pre, post_p, fraction, budget.cell, page)

@@ -12,7 +12,7 @@ import textwrap
 import sglang_kvplan
 from sglang_kvplan.memory import forward, memory
 from sglang_kvplan.model import describe_cell, native_context
-from sglang_kvplan.plan import _Budget, _fraction_ceiling, _pinned_fraction
+from sglang_kvplan.plan import Budget, fraction_ceiling, pinned_fraction
 from sglang_kvplan.spec import normalize_spec
 
 FP8 = "fp8_e4m3"
@@ -43,8 +43,8 @@ def curves(spec, plan, measured=(), step=0.0025):
     # Unpinned, the fraction is the capacity and the headroom is (1 - f) x P: the ceiling is where that
     # reaches the minimum. Pinned, the fraction is only a ceiling (the planner's, from the whole GPU) and
     # the headroom is what the pool leaves of A: its limit is a number of tokens, not a fraction.
-    ceiling = _pinned_fraction(normalized, pre, headroom_min) if cap else _fraction_ceiling(pre, headroom_min)
-    most_tokens = _Budget(normalized, post).most_tokens(headroom_min) if cap else None
+    ceiling = pinned_fraction(normalized, pre, headroom_min) if cap else fraction_ceiling(pre, headroom_min)
+    most_tokens = Budget(normalized, post).most_tokens(headroom_min) if cap else None
     chosen = plan["mem_fraction_static"]
     zero = 1 - post / pre                   # where the pool reaches 0: A = (1 - f) * P
     lo = max(0.05, round(min(zero, chosen, *[m["mem_fraction_static"] for m in measured] or [chosen]) - 0.02, 2))
@@ -97,7 +97,7 @@ def tradeoff(spec, data):
         post = data["post_load_avail_gib"]
         ceiling_pool = min(ceiling_pool, data["most_tokens"])
         if fp8_pool is not None:
-            fp8_most = _Budget(normalize_spec(dict(spec, kv_cache_dtype=FP8)), post).most_tokens(
+            fp8_most = Budget(normalize_spec(dict(spec, kv_cache_dtype=FP8)), post).most_tokens(
                 normalized["min_headroom_gib"])
             fp8_pool = min(fp8_pool, fp8_most)
     largest = max(ceiling_pool, fp8_pool or 0, data["target"])
