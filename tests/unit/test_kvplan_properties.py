@@ -88,7 +88,7 @@ def test_fraction_policy_keeps_its_margin_while_uncalibrated(model, target):
         assume("does not fit" not in str(error))
         raise
     assert plan["calibrated"] is False and plan["max_total_tokens"] is None
-    assert plan["predicted_pool_tokens"] >= target * 1.10
+    assert plan["predicted_pool_tokens"] >= math.ceil(round(target * 1.10, 6))  # 5210 x 1.1 is 5731.000000000001
     assert "--max-total-tokens" not in plan["args"]
     assert plan["assumptions"]
 
