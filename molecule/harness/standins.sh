@@ -130,6 +130,9 @@ index() {  # dir pools...
 }
 index . pool
 index next pool pool-next
+# The later release's index is dated later, as a real publication is: apt's file:// method answers "not
+# modified" when an index has the mtime of the one it cached, and both are written within the same second.
+touch -d "@$(( $(date +%s) + 3600 ))" "$OUT"/next/*
 gpgconf --kill all 2>/dev/null || true   # no gpg-agent left running, nor its sockets in the image build context
 # One archive for prepare to unpack: copying the repository file by file into each instance took minutes.
 tar -C "$OUT" -cf "$CACHE/apt-repo.tar" .
