@@ -5,10 +5,12 @@ the formula of the release it impersonates (0.5.23 by default, 0.5.9 when the si
 so) from its launch flags (parsed with that release's own flag table), the model's config.json and
 a *simulated* GPU, prints
 SGLang's startup log lines, and serves SGLang's HTTP API shapes with a tokenizer of its own and a
-trivial "model" that names the last animal in the prompt. Nothing here touches a GPU.
+trivial "model" that names the last animal in the prompt. Nothing here touches a GPU. Launched on several
+nodes (--nnodes, --node-rank, --dist-init-addr), the processes meet over TCP as SGLang's ranks do; node 0 serves
+the API, the others SGLang's dummy health endpoints: sglang/_double_nodes.py.
 
 The simulated GPU comes from the JSON file named by SGLANG_DOUBLE_GPU (only molecule, the demo and
-the tests set it); see sglang/_double_gpu.py. Shapes and texts follow SGLang 0.4.6 ("old") and
+the tests set it; each node reads its own); see sglang/_double_gpu.py. Shapes and texts follow SGLang 0.4.6 ("old") and
 0.5.9+ ("new"): ../../shared/reference/sglang-memory.md sections 6 and 7.
 """
 

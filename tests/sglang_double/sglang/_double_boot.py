@@ -108,46 +108,57 @@ def _cuda_oom(gpu, rank_free_gib, wanted_gib):
 
 
 class Boot:
-    def __init__(self, args, gpu, table):
-        self.args, self.gpu, self.table = args, gpu, table
+    """One node's ranks. Single node: all tp*pp ranks. Multi-node (`cluster`, sglang/_double_nodes.py): this node's
+    slice of the world ranks, which its log lines carry; `avail` is per local GPU (index i = rank self.ranks[i])
+    and the MINs the pool math takes are over every node's ranks."""
+
+    def __init__(self, args, gpu, table, cluster=None):
+        self.args, self.gpu, self.table, self.cluster = args, gpu, table, cluster
         self.rel = sim.release(gpu)
-        self.ranks = list(range(args.tp_size * args.pp_size))
+        self.ranks = cluster.ranks if cluster else list(range(args.tp_size * args.pp_size))
+        # tqdm bars show on global rank 0 only (weight_utils.py enable_tqdm; cuda graph runner: tp_rank == 0)
+        self.shows_progress = 0 in self.ranks
         extra = list(gpu.get("rank_extra_avail_gib") or [])
         pre = gpu["pre_load_avail_gib"] - gpu["in_use_before_load_gib"]
-        self.avail = [pre + (extra[r] if r < len(extra) else 0.0) for r in self.ranks]  # free GiB per rank
+        self.avail = [pre + (extra[i] if i < len(extra) else 0.0) for i in range(len(self.ranks))]  # free GiB
+
+    def min_avail(self):
+        """get_available_gpu_memory(distributed=True): an all-reduce MIN over every rank of every node."""
+        local = min(self.avail)
+        return self.cluster.all_min(local) if self.cluster else local
 
     def all(self, fmt, values=None):
-        for rank in self.ranks:
-            log(fmt % (values[rank] if values else ()), rank)
+        for i, rank in enumerate(self.ranks):
+            log(fmt % (values[i] if values else ()), rank)
 
     # -- weights -------------------------------------------------------------------------------------------
     def load(self, config, model_path, weights_gib, seconds, draft=False):
         arch = (config.get("architectures") or ["LlamaForCausalLM"])[0]
-        for rank in self.ranks:
-            log("Load weight begin. avail mem=%.2f GB" % self.avail[rank], rank)
+        for i, rank in enumerate(self.ranks):
+            log("Load weight begin. avail mem=%.2f GB" % self.avail[i], rank)
         if self.gpu["fault"] == "hang_at_load" and not draft:
             while True:
                 time.sleep(3600)
         shards = 1 if draft else sim.checkpoint_shards(model_path, self.gpu)
         desc = "Loading safetensors checkpoint shards"
-        _progress(desc, 0, shards, 0.0)
+        progress = _progress if self.shows_progress else (lambda *_: None)
+        progress(desc, 0, shards, 0.0)
         start = time.monotonic()
         for done in range(1, shards + 1):
             time.sleep(seconds / shards)
             if self.gpu["fault"] == "cuda_oom_at_load" and not draft and done > shards // 2:
                 raise _cuda_oom(self.gpu, min(self.avail) - weights_gib * done / shards, weights_gib / shards)
-            _progress(desc, done, shards, time.monotonic() - start)
+            progress(desc, done, shards, time.monotonic() - start)
         elapsed = time.monotonic() - start
-        for rank in self.ranks:
-            before = self.avail[rank]
-            self.avail[rank] = before - weights_gib
+        for i, rank in enumerate(self.ranks):
+            self.avail[i] -= weights_gib
             if self.rel == "0.5.9":  # model_runner.py load_model
                 log("Load weight end. elapsed=%.2f s, type=%s, dtype=torch.bfloat16, avail mem=%.2f GB, "
-                    "mem usage=%.2f GB." % (elapsed, arch, self.avail[rank], weights_gib), rank)
+                    "mem usage=%.2f GB." % (elapsed, arch, self.avail[i], weights_gib), rank)
             else:  # 0.5.23 model_runner.py load_model: quant string instead of dtype
                 quant = self._quant_str(config)
                 log("Load weight end. elapsed=%.2f s, type=%s, %savail mem=%.2f GB, mem usage=%.2f GB."
-                    % (elapsed, arch, quant + ", " if quant else "", self.avail[rank], weights_gib), rank)
+                    % (elapsed, arch, quant + ", " if quant else "", self.avail[i], weights_gib), rank)
 
     @staticmethod
     def _quant_str(config):
@@ -165,10 +176,10 @@ class Boot:
         """Tokens as the release sizes them; the cap and page rounding (0.5.9 init_memory_pool, 0.5.23
         KVCacheConfigurator._apply_token_constraints + calculate_pool_sizes[_from_max_tokens])."""
         args, page = self.args, self.args.page_size or 1
-        avail = min(self.avail) - mm_reserve  # SGLang all-reduces MIN over ranks
+        avail = self.min_avail() - mm_reserve  # SGLang all-reduces MIN over ranks (of every node)
         if mm_reserve:
             log("Reserving %.2f GB of the KV budget for post-sizing multimodal allocations (feature-transport "
-                "pools + embedding cache)." % mm_reserve, 0)
+                "pools + embedding cache)." % mm_reserve, self.ranks[0])
         tokens, rest = sim.profile_max_num_token(pre, avail, fraction, cell)
         if self.gpu["fault"] == "not_enough_memory":
             tokens, rest = 0, -abs(rest)
@@ -205,10 +216,10 @@ class Boot:
         kv_gib = (tokens + page) * cell / GB
         cfg = sim.language_config(config)
         dtype = "" if self.rel == "0.5.9" else "dtype: %s, " % kv_dtype_name
-        for rank in self.ranks:
-            self.avail[rank] -= kv_gib
-            if self.avail[rank] < 0:
-                raise _cuda_oom(self.gpu, self.avail[rank] + kv_gib, kv_gib)
+        for i, rank in enumerate(self.ranks):
+            self.avail[i] -= kv_gib
+            if self.avail[i] < 0:
+                raise _cuda_oom(self.gpu, self.avail[i] + kv_gib, kv_gib)
             if cfg.get("kv_lora_rank"):
                 log("%sKV Cache is allocated. %s#tokens: %d, KV size: %.2f GB" % (label, dtype, tokens, kv_gib), rank)
             else:
@@ -220,29 +231,31 @@ class Boot:
     def capture(self, graph_gib, role="target"):
         seconds = self.gpu["graph_seconds"]
         speculative = self.args.speculative_algorithm is not None
-        for rank in self.ranks:
+        for i, rank in enumerate(self.ranks):
             if self.rel == "0.5.9":
                 log("Capture cuda graph begin. This can take up to several minutes. avail mem=%.2f GB"
-                    % self.avail[rank], rank)
+                    % self.avail[i], rank)
             else:  # model_runner_components/cuda_graph_setup.py
                 log("Capture %s %s CUDA graph begin. backend=full, num_tokens_per_req=%d, avail mem=%.2f GB"
                     % (role, "verify" if speculative else "decode",
-                       (self.args.speculative_num_draft_tokens or 1) if speculative else 1, self.avail[rank]), rank)
-        print("Capturing batches (bs=1 avail_mem=%.2f GB):   0%%|          | 0/36 [00:00<?, ?it/s]"
-              % min(self.avail), file=sys.stderr, flush=True)
+                       (self.args.speculative_num_draft_tokens or 1) if speculative else 1, self.avail[i]), rank)
+        if self.shows_progress:
+            print("Capturing batches (bs=1 avail_mem=%.2f GB):   0%%|          | 0/36 [00:00<?, ?it/s]"
+                  % min(self.avail), file=sys.stderr, flush=True)
         time.sleep(seconds)
-        print("Capturing batches (bs=1 avail_mem=%.2f GB): 100%%|##########| 36/36 [%s<00:00, %5.2fit/s]"
-              % (min(self.avail) - graph_gib, _interval(seconds), 36 / max(seconds, 1e-3)), file=sys.stderr,
-              flush=True)
-        for rank in self.ranks:
-            self.avail[rank] -= graph_gib
+        if self.shows_progress:
+            print("Capturing batches (bs=1 avail_mem=%.2f GB): 100%%|##########| 36/36 [%s<00:00, %5.2fit/s]"
+                  % (min(self.avail) - graph_gib, _interval(seconds), 36 / max(seconds, 1e-3)), file=sys.stderr,
+                  flush=True)
+        for i, rank in enumerate(self.ranks):
+            self.avail[i] -= graph_gib
             if self.rel == "0.5.9":
                 log("Capture cuda graph end. Time elapsed: %.2f s. mem usage=%.2f GB. avail mem=%.2f GB."
-                    % (seconds, graph_gib, self.avail[rank]), rank)
+                    % (seconds, graph_gib, self.avail[i]), rank)
             else:
                 log("Capture %s %s CUDA graph end. bs=[1, 2, 4, 8, 12, 16, 24, 32], elapsed=%.2f s, mem usage="
                     "%.2f GB, avail mem=%.2f GB." % (role, "verify" if speculative else "decode", seconds,
-                                                     graph_gib, self.avail[rank]), rank)
+                                                     graph_gib, self.avail[i]), rank)
 
 
 def kv_dtype_name(kv_cache_dtype, config):

@@ -6,11 +6,13 @@ it). Every key, with its default:
 
   version                  "0.5.23"  the SGLang release impersonated: its flag table (argument parser), its
                                      log wording and its pool rules. "0.5.9" for the older release.
-  pre_load_avail_gib       85.334    free GiB on the least-free rank before the weights load, as the GPU
+  pre_load_avail_gib       85.334    free GiB on (this node's) least-free rank before the weights load, as the GPU
                                      would show it to an empty process (ct200)
   in_use_before_load_gib   0.0       GiB something else already holds on every GPU when SGLang starts
                                      (ct200 had ~10): the logged P is pre_load_avail_gib minus this
-  rank_extra_avail_gib     []        extra free GiB of rank i over the least-free rank (list; missing = 0)
+  rank_extra_avail_gib     []        extra free GiB of this node's GPU i over pre_load_avail_gib (list; missing
+                                     = 0). Across nodes each node reads its own file, and the pool follows the
+                                     least-free rank of all of them (sglang/_double_nodes.py)
   weights_gib_per_gpu      65.915    what the target's weights take per GPU (A = P - this; ct200: 19.419)
   draft_weights_gib_per_gpu 0.5      what a speculative draft model's weights take per GPU
   graph_gib                0.6       what CUDA-graph capture takes per GPU (target; a draft's takes a quarter)

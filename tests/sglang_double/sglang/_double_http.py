@@ -215,3 +215,48 @@ def serve(args, gpu, state, log):
         httpd.serve_forever()
     except KeyboardInterrupt:
         pass
+
+
+class DummyHealthHandler(BaseHTTPRequestHandler):
+    """What a node of rank >= 1 serves (0.5.23 utils/common.py launch_dummy_health_check_server, 0.5.9 the same):
+    a FastAPI app with GET /ping, /health and /health_generate answering 200 with an empty body, FastAPI's 404/405
+    for anything else (no /generate, no /server_info), under uvicorn at log_level "warning": no access log."""
+
+    server_version = "uvicorn"
+    sys_version = ""
+    protocol_version = "HTTP/1.1"
+    ROUTES = ("/ping", "/health", "/health_generate")
+
+    def log_message(self, fmt, *args):
+        pass
+
+    def _send(self, status, payload=None):
+        body = b"" if payload is None else json.dumps(payload).encode()
+        self.send_response(status)
+        if payload is not None:
+            self.send_header("content-type", "application/json")
+        self.send_header("content-length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def do_GET(self):  # noqa: N802 - the name http.server calls
+        if self.path.split("?")[0] in self.ROUTES:
+            return self._send(200)
+        self._send(404, {"detail": "Not Found"})
+
+    def do_POST(self):  # noqa: N802
+        self.rfile.read(int(self.headers.get("content-length") or 0))
+        if self.path.split("?")[0] in self.ROUTES:
+            return self._send(405, {"detail": "Method Not Allowed"})
+        self._send(404, {"detail": "Not Found"})
+
+
+def serve_dummy_health(args, log):
+    """Start the dummy health server in a daemon thread and log it as SGLang does (0.5.23 brackets an IPv6 host,
+    utils/network.py NetworkAddress.to_host_port_str)."""
+    httpd = ThreadingHTTPServer((args.host, args.port), DummyHealthHandler)
+    httpd.daemon_threads = True
+    threading.Thread(target=httpd.serve_forever, daemon=True, name="health-check-server").start()
+    host = "[%s]" % args.host if ":" in args.host else args.host
+    log("Dummy health check server started in background thread at %s:%d" % (host, args.port))
+    return httpd

@@ -6,6 +6,10 @@ is refused with argparse's error and exit code 2; `--config <yaml>` merged first
 config.json (and the draft's), refuse custom code without --trust-remote-code, "load" the target's and the
 draft's weights on the simulated GPU, size the KV pool with that release's formula (draft KV, the
 --max-total-tokens cap, page rounding), capture CUDA graphs, then serve HTTP. See sglang/_double_boot.py.
+
+Across nodes (`--nnodes N --node-rank R --dist-init-addr host:port`): each node runs its slice of the ranks, meets
+the others over TCP at the rendezvous, sizes the pool from the least-free rank of every node; node 0 serves the API,
+the others only SGLang's dummy health endpoints. See sglang/_double_nodes.py.
 """
 
 import os
@@ -19,7 +23,8 @@ from sglang import _double_gpu as sim
 from sglang._double_args import build_parser, check_speculative_algorithm, load_table, server_args
 from sglang._double_boot import Boot, BootError, check_tokenizer, kv_dtype_name, log, read_config
 from sglang._double_config import ConfigArgumentMerger
-from sglang._double_http import serve
+from sglang._double_http import serve, serve_dummy_health
+from sglang._double_nodes import Cluster, check_launch, init_parallel
 
 
 def prepare_server_args(argv, table=None):
@@ -55,8 +60,9 @@ def _max_running_requests(args, tokens, context_len):
     return min(max(1, args.max_running_requests // dp), tokens // 2)
 
 
-def boot(args, gpu, table):
-    """Everything SGLang does before serving; returns the scheduler's view for the HTTP layer."""
+def boot(args, gpu, table, cluster=None):
+    """Everything SGLang does before serving; returns the scheduler's view for the HTTP layer. With a `cluster`
+    (multi-node), this node's ranks only, their MINs taken over every node."""
     algorithm = check_speculative_algorithm(table, args.speculative_algorithm)
     config = read_config(args.model_path)
     check_tokenizer(args, config)
@@ -75,10 +81,13 @@ def boot(args, gpu, table):
     if fraction is None:
         fraction = sim.default_mem_fraction_static(gpu["gpu_memory_mib"], args.tp_size, args.pp_size)
 
-    run = Boot(args, gpu, table)
-    for rank in run.ranks:
-        log("Init torch distributed ends. mem usage=%.2f GB" % 0.55, rank)
-    pre = min(run.avail)  # pre_model_load_memory, MIN over ranks
+    run = Boot(args, gpu, table, cluster)
+    if cluster:
+        pre = init_parallel(run)  # the rendezvous with the other nodes, then P as the MIN over all of them
+    else:
+        for rank in run.ranks:
+            log("Init torch distributed ends. mem usage=%.2f GB" % 0.55, rank)
+        pre = min(run.avail)  # pre_model_load_memory, MIN over ranks
     run.load(config, args.model_path, gpu["weights_gib_per_gpu"], gpu["load_seconds"])
     weights_gib = gpu["weights_gib_per_gpu"]
     draft_seconds = gpu["draft_load_seconds"] if gpu["draft_load_seconds"] is not None else gpu["load_seconds"] / 10
@@ -110,8 +119,10 @@ def boot(args, gpu, table):
 
     running = _max_running_requests(args, tokens, context_len)
     chunked = args.chunked_prefill_size or 8192
-    log("max_total_num_tokens=%d, chunked_prefill_size=%d, max_prefill_tokens=%d, max_running_requests=%d, "
-        "context_len=%d, available_gpu_mem=%.2f GB" % (tokens, chunked, 16384, running, context_len, run.avail[0]), 0)
+    if 0 in run.ranks:  # scheduler.py logs it on tp_rank 0 only
+        log("max_total_num_tokens=%d, chunked_prefill_size=%d, max_prefill_tokens=%d, max_running_requests=%d, "
+            "context_len=%d, available_gpu_mem=%.2f GB" % (tokens, chunked, 16384, running, context_len,
+                                                           run.avail[0]), 0)
     return {
         "config": config,
         "context_len": context_len,
@@ -129,23 +140,31 @@ def boot(args, gpu, table):
     }
 
 
-def _fail(error):
-    """As SGLang's scheduler process reports a failed start: the traceback on rank 0, then the parent exits."""
+def _fail(error, rank=0):
+    """As SGLang's scheduler process reports a failed start: the traceback on the node's first rank, then the
+    parent exits."""
     cause = ("%s\n\nThe above exception was the direct cause of the following exception:\n\n"
              "Traceback (most recent call last):\n" % error.cause) if getattr(error, "cause", None) else ""
     kind = getattr(error, "kind", type(error).__name__)
-    log("Scheduler hit an exception: Traceback (most recent call last):\n%s%s: %s" % (cause, kind, error), 0)
+    log("Scheduler hit an exception: Traceback (most recent call last):\n%s%s: %s" % (cause, kind, error), rank)
     print("%s: %s" % (kind, error), file=sys.stderr, flush=True)
     print("[%s] Received sigquit from a child process. It usually means the child failed."
           % datetime.now().strftime("%Y-%m-%d %H:%M:%S"), flush=True)
     return 1
 
 
-def _crash_later(seconds):
+def _refuse(error):
+    """A check that fails in the launch process itself (check_server_args), before any scheduler starts: Python's
+    traceback, exit 1."""
+    print("Traceback (most recent call last):\n%s: %s" % (error.kind, error), file=sys.stderr, flush=True)
+    return 1
+
+
+def _crash_later(seconds, rank=0):
     def crash():
         _fail(BootError("RuntimeError", "CUDA error: an illegal memory access was encountered\nCUDA kernel "
                         "errors might be asynchronously reported at some other API call, so the stacktrace below "
-                        "might be incorrect."))
+                        "might be incorrect."), rank)
         os._exit(1)
 
     timer = threading.Timer(seconds, crash)
@@ -161,14 +180,35 @@ def main(argv=None):
                       "entrypoint.\n  Example: sglang serve --model-path <model> [options]", UserWarning, stacklevel=1)
     args = prepare_server_args(list(sys.argv[1:] if argv is None else argv), table)
     try:
-        state = boot(args, gpu, table)
+        check_launch(args, sim.release(gpu))
+    except BootError as error:
+        return _refuse(error)
+    cluster = Cluster(args) if args.nnodes > 1 else None
+    first_rank = cluster.ranks[0] if cluster else 0
+    try:
+        state = boot(args, gpu, table, cluster)
     except (BootError, ValueError, OSError) as error:
-        return _fail(error)
+        return _fail(error, first_rank)
     state["version"] = gpu.get("version", __version__)
     if gpu["fault"] == "crash":
-        _crash_later(float(gpu["fault_after_seconds"]) + 0.01)
+        _crash_later(float(gpu["fault_after_seconds"]) + 0.01, first_rank)
+    if cluster and args.node_rank >= 1:
+        return _serve_follower(args, cluster)
+    if cluster:  # a node that goes away takes the server down (its gloo broadcast fails)
+        cluster.wait_while_peers_live(lambda error: (_fail(error, 0), os._exit(1)))
     serve(args, gpu, state, log)
     return 0
+
+
+def _serve_follower(args, cluster):
+    """A node of rank >= 1 once its schedulers are ready (0.5.23 entrypoints/engine.py _launch_subprocesses,
+    node_rank >= 1): no tokenizer, no API; the dummy health server on --host/--port; it lasts as long as node 0."""
+    serve_dummy_health(args, log)
+    lost = []
+    done = threading.Event()
+    cluster.wait_while_peers_live(lambda error: (lost.append(error), done.set()))
+    done.wait()
+    return _fail(lost[0], cluster.ranks[0])
 
 
 if __name__ == "__main__":
