@@ -1,7 +1,11 @@
 """The double's `--config <yaml>` merge, as SGLang's ConfigArgumentMerger (server_args_config_parser.py)."""
 
+import json
 import os
 import sys
+import threading
+import time
+import urllib.request
 
 import pytest
 
@@ -9,6 +13,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 if HERE not in sys.path:
     sys.path.insert(0, HERE)
 
+from run_double import running_double  # noqa: E402
 from sglang import _double_config  # noqa: E402
 from sglang.launch_server import prepare_server_args  # noqa: E402
 
@@ -62,3 +67,24 @@ def test_a_deprecated_flag_in_the_file_is_refused_as_0_5_23_refuses_it(tmp_path)
     with pytest.raises(ValueError, match="Unsupported config option 'enable_dp_attention' with action "
                                          "'DeprecatedStoreTrueAction'"):
         prepare_server_args(["--model-path", "/m", "--config", path])
+
+
+def test_v1_loads_counts_the_requests_in_flight():
+    """0.5.23's /v1/loads core fields: num_running_reqs is what a drain before a restart waits on."""
+    def get(url, path, data=None):
+        request = urllib.request.Request(url + path, data=data, headers={"Content-Type": "application/json"})
+        with urllib.request.urlopen(request, timeout=30) as response:
+            return json.load(response)
+
+    # 20,000 tokens at 10,000 tokens/s: a request that stays in flight for about two seconds
+    with running_double(["--tp", "8", "--trust-remote-code"], gpu={"prefill_tokens_per_s": 1.0e4}) as (url, _):
+        assert get(url, "/v1/loads?include=core")["loads"][0]["num_running_reqs"] == 0
+        body = json.dumps({"input_ids": [1] * 20_000, "sampling_params": {"max_new_tokens": 1}}).encode()
+        worker = threading.Thread(target=get, args=(url, "/generate", body))
+        worker.start()
+        deadline = time.monotonic() + 5
+        while get(url, "/v1/loads")["loads"][0]["num_running_reqs"] != 1 and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert get(url, "/v1/loads")["loads"][0]["num_running_reqs"] == 1
+        worker.join()
+        assert get(url, "/v1/loads")["loads"][0]["num_running_reqs"] == 0

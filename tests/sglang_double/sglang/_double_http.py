@@ -5,6 +5,7 @@ import re
 import threading
 import time
 import uuid
+from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from sglang._double_tokenizer import pieces, tokenize
@@ -33,6 +34,8 @@ class Server:
         self.ready = False
         self.model_name = args.served_model_name or args.model_path
         self.new_api = gpu.get("api", "new") != "old"
+        self.running = 0  # requests between arrival and answer (the scheduler's running batch)
+        self.running_lock = threading.Lock()
 
     # -- the scheduler's view -------------------------------------------------------------------
     def server_info(self):
@@ -48,7 +51,29 @@ class Server:
                 "max_req_input_len": self.state["max_req_input_len"], "internal_states": [internal],
                 "version": self.state["version"]}
 
+    def loads(self):
+        """/v1/loads?include=core (0.5.23 entrypoints/v1_loads.py; the fields of managers/load_snapshot.py
+        LoadSnapshot's core): one DP rank."""
+        total = self.state["max_total_num_tokens"]
+        return {"timestamp": datetime.now(UTC).isoformat(), "version": self.state["version"],
+                "accelerator": None, "num_accelerators": self.args.tp_size * self.args.pp_size,
+                "loads": [{"timestamp": time.time(), "dp_rank": 0, "num_running_reqs": self.running,
+                           "num_waiting_reqs": 0, "num_waiting_uncached_tokens": 0, "num_used_tokens": 0,
+                           "num_total_tokens": total, "num_active_tokens": total, "num_prealloc_ready_tokens": 0,
+                           "max_total_num_tokens": total, "max_running_requests": self.args.max_running_requests or 0,
+                           "token_usage": 0.0, "gen_throughput": 0.0, "cache_hit_rate": 0.0, "utilization": 0.0,
+                           "total_prefill_uncached_tokens": 0, "total_prefill_busy_us": 0}]}
+
     def generate(self, prompt, max_new_tokens):
+        with self.running_lock:
+            self.running += 1
+        try:
+            return self._generate(prompt, max_new_tokens)
+        finally:
+            with self.running_lock:
+                self.running -= 1
+
+    def _generate(self, prompt, max_new_tokens):
         """Validate as TokenizerManager and Scheduler do, 'prefill' at the simulated speed, answer."""
         ids = prompt if isinstance(prompt, list) else tokenize(prompt)
         n, ctx = len(ids), self.state["context_len"]
@@ -126,6 +151,8 @@ class Handler(BaseHTTPRequestHandler):
         if path == "/get_model_info" or (path == "/model_info" and app.new_api):
             return self._send(200, {"model_path": app.args.model_path, "tokenizer_path": app.args.model_path,
                                     "is_generation": True})
+        if path == "/v1/loads" and app.new_api:
+            return self._send(200, app.loads())
         if path == "/v1/models":
             return self._send(200, {"object": "list", "data": [{
                 "id": app.model_name, "object": "model", "created": int(time.time()), "owned_by": "sglang",
