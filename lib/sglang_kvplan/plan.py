@@ -251,7 +251,7 @@ def plan(raw_spec):
         basis = "estimated (P %.2f GiB, A %.2f GiB)" % (pre, post)
     left = budget.headroom(pool)
     pinned_text = "pinned by --max-total-tokens %s, " % _fmt(cap) if cap is not None else ""
-    return {
+    result = {
         "context_length": target,
         "mem_fraction_static": fraction,
         "max_total_tokens": cap,
@@ -272,8 +272,6 @@ def plan(raw_spec):
         "post_load_avail_gib": round(post, 3),
         "assumptions": assumptions,
         "args": args,
-        "nnodes": spec["nnodes"],
-        "limiting_node": spec["limiting_node"],
         "explanation": "target %s -> pool %s tokens (%s--mem-fraction-static %.3f), headroom %.1f GiB, %s%s"
                        % (_fmt(target), _fmt(pool), pinned_text, fraction, left, basis,
                           _limited_by(spec, ", limited by node %s")),
@@ -284,6 +282,10 @@ def plan(raw_spec):
                             fraction, running,
                             (", node %d of %d" % (spec["node_rank"], spec["nnodes"])) if spec["nnodes"] > 1 else ""),
     }
+    if spec["nnodes"] > 1:
+        # Only for a server across nodes, so a one-node plan stays the dict it always was.
+        result.update(nnodes=spec["nnodes"], node_rank=spec["node_rank"], limiting_node=spec["limiting_node"])
+    return result
 
 
 def _limited_by(spec, text):

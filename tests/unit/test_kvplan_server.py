@@ -141,7 +141,7 @@ def test_the_plan_of_a_server_is_set_by_its_least_node():
 def test_the_node_flags_only_for_a_server_across_nodes():
     single = kv.plan(BASE)
     assert not {"--nnodes", "--node-rank", "--dist-init-addr", "--dist-timeout"} & set(single["args"])
-    assert (single["nnodes"], single["limiting_node"]) == (1, None)
+    assert not {"nnodes", "node_rank", "limiting_node"} & set(single)  # a one-node plan is the dict it always was
     # A one-node server ignores the rendezvous knobs: its flags and its text are a plain host's.
     alone = kv.plan(dict(BASE, nnodes=1, node_rank=0, dist_init_host="10.0.0.1", dist_init_port=20000,
                          dist_timeout=300, limiting_node="ct200"))
@@ -152,6 +152,7 @@ def test_the_node_flags_only_for_a_server_across_nodes():
                                   "--dist-timeout", "300"]
     assert multi["explanation"].endswith("calibrated (P 85.334 GiB, A 19.419 GiB), limited by node ct400-b")
     assert multi["flags_summary"].endswith(", node 1 of 2")
+    assert (multi["nnodes"], multi["node_rank"], multi["limiting_node"]) == (2, 1, "ct400-b")
 
 
 def test_ipv6_rank_0_goes_in_brackets_and_no_timeout_leaves_sglangs_own():
