@@ -6,6 +6,8 @@
   {{ spec | sglang_kv_plan }}                the flags for spec.context_target
   {{ spec | sglang_kv_calibration(boot) }}   P and A from a boot's log lines (see sglang_kvplan.calibrate)
   {{ version | sglang_release_rules(pool_rules) }}  what the planner knows of that SGLang release (releases.py)
+  {{ sglang_nodes | sglang_kv_server_node(inventory_hostname[, tp, pp]) }}  {nnodes, node_rank, nodes, rank0}
+  {{ per_node | sglang_kv_server_inputs }}   the least GPU memory and calibration over a server's nodes (server.py)
 
 The spec's keys are documented in the README ("How the plan is computed").
 """
@@ -49,4 +51,6 @@ class FilterModule:
             "sglang_kv_plan": _wrap(sglang_kvplan.plan),
             "sglang_kv_calibration": _wrap(sglang_kvplan.calibrate),
             "sglang_release_rules": _wrap(release_rules),
+            "sglang_kv_server_node": _wrap(sglang_kvplan.node_placement),
+            "sglang_kv_server_inputs": _wrap(sglang_kvplan.server_inputs),
         }

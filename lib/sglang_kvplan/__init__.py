@@ -4,6 +4,8 @@ cell_bytes(spec) -> KV bytes per token per GPU
 pool_tokens(spec, fraction=None) -> predicted max_total_num_tokens
 plan(spec) -> the flags for spec['context_target']
 calibrate(spec, boot) -> P and A from one boot's log, A refined by the logged pool
+node_placement(nodes, host) -> this host's rank in a server across nodes (sglang_nodes)
+server_inputs(per_node) -> the least GPU memory and calibration over a server's nodes, and the node that limits
 """
 
 from .calibration import calibrate
@@ -11,6 +13,7 @@ from .memory import forward as _forward
 from .model import cell_bytes as _cell_bytes
 from .plan import plan
 from .releases import RULES, rules_for
+from .server import node_placement, server_inputs
 from .spec import KVPlanError, load_presets, normalize_spec
 
 
@@ -22,4 +25,5 @@ def pool_tokens(spec, fraction=None):
     return _forward(normalize_spec(spec), fraction)
 
 
-__all__ = ["RULES", "KVPlanError", "calibrate", "cell_bytes", "load_presets", "plan", "pool_tokens", "rules_for"]
+__all__ = ["RULES", "KVPlanError", "calibrate", "cell_bytes", "load_presets", "node_placement", "plan", "pool_tokens",
+           "rules_for", "server_inputs"]

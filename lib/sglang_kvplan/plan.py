@@ -28,6 +28,7 @@ from .model import (
     target_cell_bytes,
 )
 from .releases import rules_for
+from .server import dist_init_addr
 from .spec import KVPlanError, load_presets, normalize_spec
 
 FRACTION_LIMIT = 0.98  # never plan 0.99+: SGLang would keep nothing for itself if the profile fell short
@@ -160,7 +161,8 @@ def _infeasible(spec, budget, pre, required, calibrated, native_note):
         "%.2f GiB (P %.2f GiB; %s).%s Fixes: %s.%s"
         % (_fmt(target), required * budget.cell / GIB, _fmt(required), _fmt(budget.cell), describe_cell(spec),
            max(budget.post - headroom, 0.0), budget.post, headroom, pre,
-           "calibrated" if calibrated else "uncalibrated estimate", draft, "; or ".join(fixes),
+           ("calibrated" if calibrated else "uncalibrated estimate") + _limited_by(spec, " on node %s, the least free"),
+           draft, "; or ".join(fixes),
            " Also: " + native_note if native_note else ""))
 
 
@@ -242,14 +244,14 @@ def plan(raw_spec):
         args += ["--kv-cache-dtype", spec["kv_cache_dtype"]]
     if page != 1:
         args += ["--page-size", str(page)]
-    args += speculative_args(spec) + model_args(spec)
+    args += speculative_args(spec) + model_args(spec) + node_args(spec)
     if calibrated:
         basis = "calibrated (P %.3f GiB, A %.3f GiB)" % (pre, post)
     else:
         basis = "estimated (P %.2f GiB, A %.2f GiB)" % (pre, post)
     left = budget.headroom(pool)
     pinned_text = "pinned by --max-total-tokens %s, " % _fmt(cap) if cap is not None else ""
-    return {
+    result = {
         "context_length": target,
         "mem_fraction_static": fraction,
         "max_total_tokens": cap,
@@ -270,14 +272,37 @@ def plan(raw_spec):
         "post_load_avail_gib": round(post, 3),
         "assumptions": assumptions,
         "args": args,
-        "explanation": "target %s -> pool %s tokens (%s--mem-fraction-static %.3f), headroom %.1f GiB, %s"
-                       % (_fmt(target), _fmt(pool), pinned_text, fraction, left, basis),
+        "explanation": "target %s -> pool %s tokens (%s--mem-fraction-static %.3f), headroom %.1f GiB, %s%s"
+                       % (_fmt(target), _fmt(pool), pinned_text, fraction, left, basis,
+                          _limited_by(spec, ", limited by node %s")),
         # What the flags alone say, for files on the host: no measured number, so a run that only refines the
         # calibration rewrites (and restarts) nothing.
-        "flags_summary": "context %s, %s--mem-fraction-static %.3f, %d running request(s)"
+        "flags_summary": "context %s, %s--mem-fraction-static %.3f, %d running request(s)%s"
                          % (_fmt(target), ("pool pinned at %s tokens, " % _fmt(cap)) if cap is not None else "",
-                            fraction, running),
+                            fraction, running,
+                            (", node %d of %d" % (spec["node_rank"], spec["nnodes"])) if spec["nnodes"] > 1 else ""),
     }
+    if spec["nnodes"] > 1:
+        # Only for a server across nodes, so a one-node plan stays the dict it always was.
+        result.update(nnodes=spec["nnodes"], node_rank=spec["node_rank"], limiting_node=spec["limiting_node"])
+    return result
+
+
+def _limited_by(spec, text):
+    """`text` % the limiting node, for a server across nodes (one node limits nothing but itself)."""
+    return text % spec["limiting_node"] if spec["nnodes"] > 1 and spec["limiting_node"] else ""
+
+
+def node_args(spec):
+    """SGLang's multi-node launch flags, only for a server across nodes: the same on every node but the rank.
+    --tp-size (rendered by the role) stays the whole server's; each node runs tp x pp / nnodes GPUs."""
+    if spec["nnodes"] == 1:
+        return []
+    args = ["--nnodes", str(spec["nnodes"]), "--node-rank", str(spec["node_rank"]),
+            "--dist-init-addr", dist_init_addr(spec["dist_init_host"], spec["dist_init_port"])]
+    if spec["dist_timeout"] is not None:
+        args += ["--dist-timeout", str(spec["dist_timeout"])]
+    return args
 
 
 def _check_request_table(spec, running, target, headroom):

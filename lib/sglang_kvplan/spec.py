@@ -50,6 +50,20 @@ _KEYS = {
     "max_running_requests": ("pos_int", None),
     "min_headroom_gib": ("headroom", 4.0),
     "uncalibrated_margin": ("nonneg_float", 0.10),
+    # A server across nodes (server.py): derived by the role from sglang_nodes and rank 0's address.
+    "nnodes": ("pos_int", 1),
+    "node_rank": ("nonneg_int", 0),
+    "dist_init_host": ("host", None),
+    "dist_init_port": ("port", None),
+    "dist_timeout": ("pos_int", None),
+    "limiting_node": ("host", None),
+}
+
+# Spec keys that no knob sets directly: where their value comes from, for the error messages.
+_DERIVED = {
+    "nnodes": "the number of hosts in sglang_nodes",
+    "node_rank": "this host's index in sglang_nodes",
+    "limiting_node": "the node of sglang_nodes with the least free GPU memory",
 }
 
 
@@ -59,7 +73,7 @@ def load_presets():
 
 
 def _where(key):
-    return "spec key '%s' (group_vars sglang_%s)" % (key, key)
+    return "spec key '%s' (%s)" % (key, _DERIVED.get(key) or "group_vars sglang_" + key)
 
 
 def _check_value(key, kind, value):
@@ -85,6 +99,14 @@ def _check_value(key, kind, value):
         hint = " (SGLang 0.5.x has no fp16 KV cache; bf16 is the 16-bit choice)" if value in ("fp16", "float16") else ""
         raise KVPlanError("%s: %r is not a KV cache dtype the planner can size%s; use one of %s."
                           % (_where(key), value, hint, ", ".join(KV_DTYPES)))
+    if kind == "host":
+        if isinstance(value, str) and value and not any(c.isspace() for c in value):
+            return value
+        raise KVPlanError("%s: expected a host name or address, got %r." % (_where(key), value))
+    if kind == "port":
+        if not is_bool and str(value).isdigit() and 0 < int(value) < 65536:
+            return int(value)
+        raise KVPlanError("%s: expected a TCP port between 1 and 65535, got %r." % (_where(key), value))
     if kind == "version":
         if isinstance(value, str) and value:
             return value
@@ -223,4 +245,20 @@ def normalize_spec(spec):
                                                                   out["gpu_memory_mib"] / 1024))
     from .model import check_geometry  # model.py imports this module
     check_geometry(out)
+    _check_nodes(out)
     return out
+
+
+def _check_nodes(out):
+    """A server across nodes: the rank within the node count, SGLang's split rules, and rank 0's address."""
+    from .server import check_split  # server.py imports this module
+    if out["node_rank"] >= out["nnodes"]:
+        raise KVPlanError("%s is %d, but there are %d node(s): the rank is this host's index in sglang_nodes."
+                          % (_where("node_rank"), out["node_rank"], out["nnodes"]))
+    check_split(out["nnodes"], out["tp_size"], out["pp_size"], out["dp_size"], out["enable_dp_attention"])
+    if out["nnodes"] > 1:
+        for key, example in (("dist_init_host", "10.0.0.1"), ("dist_init_port", "20000")):
+            if out[key] is None:
+                raise KVPlanError("%s is not set: a server across %d nodes needs rank 0's rendezvous address for "
+                                  "--dist-init-addr (e.g. sglang_%s: %s; the role takes rank 0's ansible_host "
+                                  "when sglang_dist_init_host is empty)." % (_where(key), out["nnodes"], key, example))

@@ -2,6 +2,8 @@
 
   python -m sglang_report run  --root reports [--stamp 20260101T000000Z]   # one run's report for facts.host
   python -m sglang_report plan --out reports/plan                          # the picture for facts.host
+facts.host names the files (a server's name for a server across nodes); facts.title, when given, heads the
+picture instead (e.g. "ct400 (nodes ct400-a, ct400-b)").
 Prints the paths it wrote.
 """
 
@@ -33,7 +35,8 @@ def main(argv=None):
         print(os.path.join(out, "report.html"))
         print(os.path.join(out, "report.json"))
         return 0
-    png, data = picture(facts, "%s: %s" % (facts["host"], facts["sglang_kv_plan_result"].get("explanation", "")))
+    png, data = picture(facts, "%s: %s" % (facts.get("title") or facts["host"],
+                                           facts["sglang_kv_plan_result"].get("explanation", "")))
     os.makedirs(args.out, exist_ok=True)
     path = os.path.join(os.path.abspath(args.out), facts["host"] + ".png")
     with open(path, "wb") as handle:

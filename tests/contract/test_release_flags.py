@@ -140,6 +140,19 @@ def planner_cases(version):
         for key in speculative_keys:
             for case in SPECULATIVE_CASES:
                 yield "%s/%s=%s" % (preset, key, case["algorithm"]), dict(base, model=preset, **{key: case})
+        if "nnodes" in keys:
+            for name, case in NODE_CASES.items():
+                yield "%s/%s" % (preset, name), dict(base, model=preset, **case)
+
+
+# A server across nodes: tp 8 over 2 or 4 nodes, a rank other than 0, rank 0's address by IP, name and IPv6.
+NODE_CASES = {
+    "2 nodes": {"nnodes": 2, "node_rank": 1, "dist_init_host": "10.0.0.1", "dist_init_port": 20000,
+                "dist_timeout": 300},
+    "4 nodes": {"nnodes": 4, "node_rank": 3, "dist_init_host": "ct400-a", "dist_init_port": 20000},
+    "2 nodes v6": {"nnodes": 2, "node_rank": 0, "dist_init_host": "fd00::1", "dist_init_port": 5000,
+                   "dist_timeout": 60},
+}
 
 
 def test_every_planner_rendering_is_accepted_by_the_pinned_release(pinned):
@@ -157,6 +170,9 @@ def test_every_planner_rendering_is_accepted_by_the_pinned_release(pinned):
     assert {"--context-length", "--mem-fraction-static"} <= flags_seen
     speculative_keys = [k for k in getattr(kvspec, "_KEYS", {}) if k.startswith("speculative")
                         and k != "speculative_draft_layers"]
+    if "nnodes" in getattr(kvspec, "_KEYS", {}):
+        assert {"--nnodes", "--node-rank", "--dist-init-addr", "--dist-timeout"} <= flags_seen, (
+            "the planner has nnodes but no case rendered the multi-node flags: update NODE_CASES in this file")
     if speculative_keys:
         assert "--speculative-algorithm" in flags_seen, (
             "the planner has %s but no case rendered --speculative-algorithm: update SPECULATIVE_CASES in this "

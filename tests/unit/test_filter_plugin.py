@@ -10,7 +10,7 @@ SPEC = {"model": "kimi-k2.6", "tp_size": 8, "pre_load_avail_gib": 85.334, "post_
 
 def test_filters_are_registered():
     assert set(FILTERS) == {"sglang_kv_cell_bytes", "sglang_kv_pool_tokens", "sglang_kv_plan", "sglang_kv_calibration",
-                            "sglang_release_rules"}
+                            "sglang_release_rules", "sglang_kv_server_node", "sglang_kv_server_inputs"}
 
 
 def test_release_rules_by_version_and_for_forks():
@@ -31,3 +31,13 @@ def test_errors_become_ansible_filter_errors():
         FILTERS["sglang_kv_pool_tokens"](SPEC)
     with pytest.raises(AnsibleFilterError, match="does not fit"):
         FILTERS["sglang_kv_plan"](dict(SPEC, context_target=400_000))
+
+
+def test_server_filters_raise_ansible_errors_naming_the_node_list():
+    assert FILTERS["sglang_kv_server_node"]([], "ct200") == {"nnodes": 1, "node_rank": 0, "nodes": ["ct200"],
+                                                             "rank0": "ct200"}
+    with pytest.raises(AnsibleFilterError, match="sglang_nodes"):
+        FILTERS["sglang_kv_server_node"](["a", "b"], "ct200")
+    with pytest.raises(AnsibleFilterError, match="node b"):
+        FILTERS["sglang_kv_server_inputs"]([{"node": "a", "gpu_memory_mib": 1000},
+                                            {"node": "b", "gpu_memory_mib": "none"}])
