@@ -103,7 +103,8 @@ options:
         at the end), for a task started with C(async) and C(poll=0) and followed by library/async_progress.py,
         which prints it once per try. A JSON object - C(line) (e.g. C(proof - prefill started, 196,004 prompt
         tokens)) and C(since) (epoch seconds the stage began).
-      - Its folder must exist. Unset, nothing is written. It never holds the prompt, the answer or the API key.
+      - Its folder must exist (a file that cannot be written is skipped; the proof goes on). Unset, nothing is
+        written. It never holds the prompt, the answer or the API key.
     type: path
 notes:
   - Needs nothing on the host beyond what Ansible ships (it uses C(ansible.module_utils.urls)).
@@ -422,13 +423,15 @@ class Progress:
     def stage(self, line, since=None):
         if not self.path:
             return
+        tmp = None
         try:
             handle, tmp = tempfile.mkstemp(prefix=".sglang-smoke-", dir=os.path.dirname(self.path) or ".")
             with os.fdopen(handle, "w") as out:
                 json.dump({"line": line, "since": time.time() if since is None else since}, out)
             os.replace(tmp, self.path)
         except OSError:
-            pass
+            if tmp and os.path.exists(tmp):
+                os.unlink(tmp)
 
     def end(self):
         if self.path:

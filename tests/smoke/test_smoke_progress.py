@@ -218,3 +218,10 @@ def test_ansible_doc_renders_async_progress():
     assert proc.returncode == 0, proc.stderr
     for word in ("results_file", "progress_file", "RETURN VALUES", "EXAMPLES", "finished"):
         assert word in proc.stdout
+
+
+def test_a_progress_file_that_cannot_be_written_never_fails_the_proof(double, tmp_path):
+    with double(PINNED) as (url, _):
+        rc, result = finish(start_module(tmp_path, "smoke", MODULE, url=url, context_target=200000,
+                                         prompt_tokens="5000", progress_file=str(tmp_path / "no-such-dir" / "p")))
+    assert rc == 0 and result["ok"], result
