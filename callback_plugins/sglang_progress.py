@@ -1,12 +1,19 @@
-"""Callback: one line per try of a retried task that reports progress (the SGLang boot wait).
+"""Callback: one line per try of a retried task that reports progress (the SGLang boot wait, the weights download,
+the proof's long request).
 
-Ansible calls v2_runner_retry with each try's result. A result carrying a `progress` string (library/
-sglang_wait_ready.py returns one) is printed as "<host>: <progress>", e.g.
-"ct200: loading weights 24/64 (37%), 1m12s, avail mem 45.10 GB". Other tasks' retries are left to the
-stdout callback. Enabled in ansible.cfg (callbacks_enabled) and, for molecule, by its env.
+Ansible calls v2_runner_retry with each try's result. A result carrying a `progress` string is printed as
+"<host>: <progress>", e.g. "ct200: loading weights 24/64 (37%), 1m12s, avail mem 45.10 GB" (library/
+sglang_wait_ready.py) or "ct200: proof: prefill started, 196,004 prompt tokens, 42s" (library/async_progress.py).
+A module whose tries are separate processes that cannot know when the task began (library/hf_download.py with
+`poll`) adds `progress_clock: task`; the line then ends with the time since this host's task began, measured
+here on the controller: "ct200: downloading org/model: 12.0 of 595.2 GiB (2%), 1/64 files, 410.0 MiB/s (about
+24m left), 31s". Other tasks' retries are left to the stdout callback. Enabled in ansible.cfg
+(callbacks_enabled) and, for molecule, by its env.
 """
 
 from __future__ import annotations
+
+import time
 
 from ansible.plugins.callback import CallbackBase
 
@@ -16,16 +23,31 @@ type: aggregate
 short_description: One line per try of a retried task that returns a C(progress) string
 description:
   - Prints the host and the C(progress) string, one line for every retry of a task whose result has one.
+  - When the result also has C(progress_clock=task), the line ends with the time since the task began on
+    that host.
 requirements:
   - enable in ansible.cfg with C(callbacks_enabled = sglang_progress)
 """
 
 
-def progress_message(host, result):
-    """The line for one try, or None when the result carries no progress."""
+def duration(seconds):
+    """'5s', '1m12s', '2h03m': the clock of library/sglang_wait_ready.py, with hours for long downloads."""
+    seconds = int(seconds)
+    if seconds >= 3600:
+        return "%dh%02dm" % (seconds // 3600, seconds % 3600 // 60)
+    return "%dm%02ds" % (seconds // 60, seconds % 60) if seconds >= 60 else "%ds" % seconds
+
+
+def progress_message(host, result, task_seconds=None):
+    """The line for one try, or None when the result carries no progress.
+
+    task_seconds: how long the task has run on this host, appended when the result asks (progress_clock: task).
+    """
     progress = result.get("progress") if isinstance(result, dict) else None
     if not progress:
         return None
+    if result.get("progress_clock") == "task" and task_seconds is not None:
+        progress = "%s, %s" % (progress, duration(task_seconds))
     return "%s: %s" % (host, progress)
 
 
@@ -35,7 +57,16 @@ class CallbackModule(CallbackBase):
     CALLBACK_NAME = "sglang_progress"
     CALLBACK_NEEDS_ENABLED = True
 
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self._began = {}  # (host, task uuid) -> time.monotonic() when the task began there
+
+    def v2_runner_on_start(self, host, task):
+        self._began[(host.get_name(), task._uuid)] = time.monotonic()
+
     def v2_runner_retry(self, result):
-        line = progress_message(result._host.get_name(), result._result)
+        host = result._host.get_name()
+        began = self._began.get((host, result._task._uuid))
+        line = progress_message(host, result._result, None if began is None else time.monotonic() - began)
         if line:
             self._display.display(line)

@@ -16,6 +16,10 @@ description:
     temporary file and deletes it on failure, huggingface_hub PR 4228).
   - The token is read from I(token_file) on the host, so it never appears in the module's arguments, the
     environment or the logs; it is sent to the Hub only, never along a redirect to a storage host.
+  - With I(poll), one call downloads for about that many seconds and returns how far the whole download has come
+    (RV(bytes_done) of RV(bytes_total), this call's rate, RV(progress)) with RV(done=false); the next call
+    continues the C(.part) where it stopped. Meant to run as a retried task (C(until) with C(retries)), so that
+    callback_plugins/sglang_progress.py prints one line per try; a failure fails that try, which ends the loop.
 version_added: "1.1.0"
 author: sglang-longctx maintainers
 options:
@@ -42,6 +46,13 @@ options:
     description: Seconds without data before a request fails.
     type: int
     default: 60
+  poll:
+    description:
+      - Seconds one call downloads before it returns with RV(done=false), leaving the rest to the next call.
+      - A file from a server that ignored the C(Range) of a resumed request is finished in the same call
+        (stopping would lose it again).
+      - Unset, one call downloads everything (no progress until it ends).
+    type: int
 notes:
   - Supports check mode (lists what would be fetched).
 """
@@ -55,6 +66,16 @@ EXAMPLES = r"""
     token_file: /var/lib/sglang/.cache/huggingface/token
   become: true
   become_user: sglang
+
+- name: Fetch the weights, reporting bytes done / total every 30 s
+  hf_download:
+    repo: moonshotai/Kimi-K2.6
+    path: /srv/models/kimi-k2.6
+    poll: 30
+  register: fetch
+  until: fetch is failed or fetch.done
+  retries: 2880
+  delay: 1
 """
 
 RETURN = r"""
@@ -63,7 +84,7 @@ commit:
   returned: success
   type: str
 fetched:
-  description: Files downloaded (or, in check mode, to download) by this run.
+  description: Files completed (or, in check mode, to download) by this call.
   returned: success
   type: list
   elements: str
@@ -71,10 +92,44 @@ resumed:
   description: Files continued from a partial download, with the byte offset they resumed at.
   returned: success
   type: dict
+done:
+  description: Whether every file of the revision is now there at its listed size (always true without I(poll)).
+  returned: success
+  type: bool
+bytes_done:
+  description: Bytes of the revision's files on disk, whole files and C(.part) files together.
+  returned: success
+  type: int
+bytes_total:
+  description: Bytes of the revision's files, as the Hub lists them (files listed without a size count as 0).
+  returned: success
+  type: int
+files_done:
+  description: Files of the revision there at their listed size.
+  returned: success
+  type: int
+files_total:
+  description: Files of the revision.
+  returned: success
+  type: int
+bytes_per_s:
+  description: This call's download rate (bytes written / seconds spent downloading), null when it wrote nothing.
+  returned: success
+  type: float
+progress:
+  description: One line for people, without a clock (RV(progress_clock) asks the callback for the task's).
+  returned: success
+  type: str
+  sample: "downloading moonshotai/Kimi-K2.6: 112.4 of 595.2 GiB (19%), 14/64 files, 412.0 MiB/s (about 20m left)"
+progress_clock:
+  description: C(task) - callback_plugins/sglang_progress.py appends the time since the task began on this host.
+  returned: success
+  type: str
 """
 
 import json
 import os
+import time
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -102,13 +157,17 @@ def listing(endpoint, repo, revision, token, timeout):
     return info["sha"], {s["rfilename"]: s.get("size") for s in info.get("siblings", [])}
 
 
-def fetch(url, dest, size, token, timeout):
-    """Download url to dest through dest.part, continuing a partial one; returns the offset resumed at."""
+def fetch(url, dest, size, token, timeout, deadline=None):
+    """Download url to dest through dest.part, continuing a partial one.
+
+    Returns (offset resumed at, bytes written, whether dest is now whole). Past `deadline` (time.monotonic())
+    it stops reading and keeps the .part for the next call, unless the server ignored the Range.
+    """
     part = dest + ".part"
     offset = os.path.getsize(part) if os.path.exists(part) else 0
     if size is not None and offset > size:
         offset = 0  # not a prefix of this file: start again
-    resumed = offset
+    resumed, written, stopped = offset, 0, False
     if size is None or offset < size:
         try:
             response = request(url, token, timeout, offset)
@@ -118,19 +177,67 @@ def fetch(url, dest, size, token, timeout):
             response = None
         if response is not None:
             with response:
+                ranged = True
                 if offset and response.status != 206:
-                    offset, resumed = 0, 0  # the server ignored the range: the whole file follows
+                    offset, resumed, ranged = 0, 0, False  # the server ignored the range: the whole file follows
                 with open(part, "ab" if offset else "wb") as handle:
                     while True:
-                        chunk = response.read(CHUNK)
+                        # read1: what has arrived (up to CHUNK), so that a slow link still meets the deadline.
+                        chunk = response.read1(CHUNK)
                         if not chunk:
                             break
                         handle.write(chunk)
+                        written += len(chunk)
+                        if deadline is not None and ranged and time.monotonic() >= deadline:
+                            stopped = True
+                            break
     have = os.path.getsize(part)
+    if stopped and (size is None or have < size):
+        return resumed, written, False
     if size is not None and have != size:
         raise ValueError("%s: got %d of %d bytes (run again to resume)" % (os.path.basename(dest), have, size))
     os.replace(part, dest)
-    return resumed
+    return resumed, written, True
+
+
+def on_disk(folder, files):
+    """(bytes, whole files) of the listed files in folder: a whole file counts its size, a .part what it holds."""
+    have, whole = 0, 0
+    for name, size in files.items():
+        path = os.path.join(folder, name)
+        if os.path.exists(path) and (size is None or os.path.getsize(path) == size):
+            have += size or 0
+            whole += 1
+        elif os.path.exists(path + ".part"):
+            have += min(os.path.getsize(path + ".part"), size if size is not None else float("inf"))
+    return int(have), whole
+
+
+def human(nbytes):
+    """1 decimal in GiB from 1 GiB up, else in MiB."""
+    return "%.1f GiB" % (nbytes / 2.0**30) if nbytes >= 2**30 else "%.1f MiB" % (nbytes / 2.0**20)
+
+
+def duration(seconds):
+    seconds = int(seconds)
+    if seconds >= 3600:
+        return "%dh%02dm" % (seconds // 3600, seconds % 3600 // 60)
+    return "%dm%02ds" % (seconds // 60, seconds % 60) if seconds >= 60 else "%ds" % seconds
+
+
+def progress_line(repo, done, total, whole, count, rate, finished):
+    """'downloading org/model: 112.4 of 595.2 GiB (19%), 14/64 files, 412.0 MiB/s (about 20m left)'."""
+    if finished:
+        return "downloaded %s: %s, %d files" % (repo, human(total), count)
+    line = "downloading %s: %s of %s" % (repo, human(done), human(total))
+    if total:
+        line += " (%d%%)" % (100 * done // total)
+    line += ", %d/%d files" % (whole, count)
+    if rate:
+        line += ", %s/s" % human(rate)
+        if total > done:
+            line += " (about %s left)" % duration((total - done) / rate)
+    return line
 
 
 def main():
@@ -138,8 +245,12 @@ def main():
         "repo": {"type": "str", "required": True}, "revision": {"type": "str", "default": "main"},
         "path": {"type": "path", "required": True}, "token_file": {"type": "path"},
         "endpoint": {"type": "str", "default": "https://huggingface.co"}, "timeout": {"type": "int", "default": 60},
+        "poll": {"type": "int"},
     }, supports_check_mode=True)
     p = module.params
+    if p["poll"] is not None and p["poll"] < 1:
+        module.fail_json(msg="poll=%r must be at least 1 (seconds one call downloads), or unset to download all in "
+                             "one call." % p["poll"])
     token = None
     if p["token_file"] and os.path.exists(p["token_file"]):
         with open(p["token_file"]) as handle:
@@ -153,21 +264,41 @@ def main():
     todo = [name for name, size in sorted(files.items())
             if not (os.path.exists(os.path.join(p["path"], name))
                     and (size is None or os.path.getsize(os.path.join(p["path"], name)) == size))]
+    total = sum(size or 0 for size in files.values())
     if module.check_mode:
-        module.exit_json(changed=bool(todo), commit=commit, fetched=todo, resumed={})
-    resumed = {}
+        module.exit_json(changed=bool(todo), commit=commit, fetched=todo, resumed={}, done=True,
+                         bytes_done=on_disk(p["path"], files)[0], bytes_total=total, files_done=len(files) - len(todo),
+                         files_total=len(files), bytes_per_s=None,
+                         progress="%d of %d files to download from %s" % (len(todo), len(files), p["repo"]))
+    start = time.monotonic()
+    deadline = start + p["poll"] if p["poll"] else None
+    fetched, resumed, written, stopped = [], {}, 0, False
     for name in todo:
+        if deadline is not None and time.monotonic() >= deadline:
+            stopped = True  # the rest is the next call's
+            break
         dest = os.path.join(p["path"], name)
         os.makedirs(os.path.dirname(dest), exist_ok=True)
         url = "%s/%s/resolve/%s/%s" % (endpoint, p["repo"], commit, urllib.parse.quote(name))
         try:
-            offset = fetch(url, dest, files[name], token, p["timeout"])
+            offset, wrote, whole = fetch(url, dest, files[name], token, p["timeout"], deadline)
         except (urllib.error.URLError, OSError, ValueError) as err:
             module.fail_json(msg="Downloading %s from %s failed: %s. The partial file is kept; run again to resume."
-                             % (name, p["repo"], err), fetched=todo[:todo.index(name)], resumed=resumed)
+                             % (name, p["repo"], err), fetched=fetched, resumed=resumed)
+        written += wrote
         if offset:
             resumed[name] = offset
-    module.exit_json(changed=bool(todo), commit=commit, fetched=todo, resumed=resumed)
+        if not whole:
+            stopped = True
+            break
+        fetched.append(name)
+    seconds = time.monotonic() - start
+    have, whole_files = on_disk(p["path"], files)
+    rate = round(written / seconds, 1) if written and seconds > 0 else None
+    module.exit_json(changed=bool(fetched or written), commit=commit, fetched=fetched, resumed=resumed,
+                     done=not stopped, bytes_done=have, bytes_total=total, files_done=whole_files,
+                     files_total=len(files), bytes_per_s=rate, progress_clock="task",
+                     progress=progress_line(p["repo"], have, total, whole_files, len(files), rate, not stopped))
 
 
 if __name__ == "__main__":

@@ -21,7 +21,8 @@ description:
     for it at the end, so a server that dropped or truncated early context fails the proof.
   - Refuses bad parameters and a prompt longer than the server accepts before sending anything; each request
     has one deadline (I(timeout)) from connecting to its last byte.
-  - Changes nothing on the host or the server; C(changed) is always false and it runs in check mode.
+  - Changes nothing on the host or the server; C(changed) is always false and it runs in check mode. With
+    I(progress_file), it writes its stage there while it runs and removes the file when it ends.
   - Every failure is a message naming the parameter or the number at fault, with the evidence gathered so
     far, never a traceback.
 version_added: "1.0.0"
@@ -96,6 +97,15 @@ options:
     description: Verify TLS certificates for an https URL.
     type: bool
     default: true
+  progress_file:
+    description:
+      - A file to keep the current stage in while the module runs (replaced atomically at each stage, removed
+        at the end), for a task started with C(async) and C(poll=0) and followed by library/async_progress.py,
+        which prints it once per try. A JSON object - C(line) (e.g. C(proof - prefill started, 196,004 prompt
+        tokens)) and C(since) (epoch seconds the stage began).
+      - Its folder must exist (a file that cannot be written is skipped; the proof goes on). Unset, nothing is
+        written. It never holds the prompt, the answer or the API key.
+    type: path
 notes:
   - Needs nothing on the host beyond what Ansible ships (it uses C(ansible.module_utils.urls)).
   - Supports check mode. It is read-only, it sends requests but changes no state.
@@ -205,9 +215,11 @@ checks:
 
 import json
 import math
+import os
 import random
 import re
 import socket
+import tempfile
 import threading
 import time
 import traceback
@@ -321,8 +333,8 @@ class Client:
     def json(self, method, path, payload=None, seconds=None):
         return self.request(method, path, payload, seconds)
 
-    def stream(self, path, payload):
-        """POST with stream=true; returns (chunks, seconds to first text chunk)."""
+    def stream(self, path, payload, on_first_text=None):
+        """POST with stream=true; returns (chunks, seconds to first text chunk); on_first_text(ttft) is called then."""
         start = time.monotonic()
 
         def consume(response):
@@ -341,6 +353,8 @@ class Client:
                         path, error.get("message") if isinstance(error, dict) else error))
                 if ttft is None and any(c.get("text") for c in chunk.get("choices") or []):
                     ttft = time.monotonic() - start
+                    if on_first_text:
+                        on_first_text(ttft)
                 chunks.append(chunk)
             return chunks, ttft
 
@@ -394,6 +408,37 @@ def _parse_json(url, raw):
 
 def fmt(number):
     return f"{number:,}"
+
+
+class Progress:
+    """The stage, kept in progress_file for library/async_progress.py: {"line": ..., "since": epoch seconds}.
+
+    Written to a new file in the same folder, then renamed over the old one, so a reader sees a whole stage or
+    the previous one. Best effort: a file that cannot be written never fails the proof.
+    """
+
+    def __init__(self, path):
+        self.path = path
+
+    def stage(self, line, since=None):
+        if not self.path:
+            return
+        tmp = None
+        try:
+            handle, tmp = tempfile.mkstemp(prefix=".sglang-smoke-", dir=os.path.dirname(self.path) or ".")
+            with os.fdopen(handle, "w") as out:
+                json.dump({"line": line, "since": time.time() if since is None else since}, out)
+            os.replace(tmp, self.path)
+        except OSError:
+            if tmp and os.path.exists(tmp):
+                os.unlink(tmp)
+
+    def end(self):
+        if self.path:
+            try:
+                os.unlink(self.path)
+            except OSError:
+                pass
 
 
 # -- parameters ------------------------------------------------------------------------------------------
@@ -645,13 +690,13 @@ def too_long(what, accepted, context_length, max_req_input_len, max_tokens):
                                                            fmt(max_req_input_len) if max_req_input_len else "unknown"))
 
 
-def long_request(client, model, prompt, max_tokens, stream):
+def long_request(client, model, prompt, max_tokens, stream, on_first_text=None):
     payload = {"model": model, "prompt": prompt, "max_tokens": max_tokens, "temperature": 0}
     start = time.monotonic()
     ttft = None
     if stream:
         payload.update(stream=True, stream_options={"include_usage": True})
-        chunks, ttft = client.stream("/v1/completions", payload)
+        chunks, ttft = client.stream("/v1/completions", payload, on_first_text)
         text = "".join(c.get("text") or "" for chunk in chunks for c in chunk.get("choices") or [])
         usage = next((chunk["usage"] for chunk in reversed(chunks) if chunk.get("usage")), None)
     else:
@@ -671,7 +716,8 @@ def answer_matches(expect, text):
 
 
 # -- the proof -------------------------------------------------------------------------------------------
-def run(params, result):
+def run(params, result, progress=None):
+    progress = progress or Progress(None)
     asked = validate(params)
     head, filler, tail, needle = make_prompt_parts(params["question"], params["filler"])
     expect = params.get("expect")
@@ -682,6 +728,7 @@ def run(params, result):
 
     client = Client(params["url"], params["api_key"], params["timeout"], params["validate_certs"])
     checks = result["checks"]
+    progress.stage("proof: waiting for /health_generate")
     wait_ready(client, params["wait_ready"])
     checks.append({"name": "ready", "ok": True, "detail": "/health_generate answered 200"})
 
@@ -697,6 +744,7 @@ def run(params, result):
     model = params["model"] or model
     sizer = PromptSizer(client, model, head, filler, tail)
     calls_before = client.calls
+    progress.stage("proof: sizing the prompt to %s tokens (pool %s)" % (fmt(target), fmt(pool)))
     prompt, counted = sizer.size(target)
     result["calibration_calls"] = client.calls - calls_before
     if counted > accepted:
@@ -704,7 +752,14 @@ def run(params, result):
         raise SmokeFailure(too_long("The sized prompt has %s tokens (%s)" % (fmt(counted), how), accepted,
                                     context_length, max_req_input_len, params["max_tokens"]))
 
-    text, usage, elapsed, ttft = long_request(client, model, prompt, params["max_tokens"], params["stream"])
+    sent = time.time()
+    progress.stage("proof: prefill started, %s prompt tokens" % fmt(counted), sent)
+
+    def first_text(ttft):
+        progress.stage("proof: first token after %.1f s (%s prompt tokens/s), answering"
+                       % (ttft, fmt(int(counted / ttft)) if ttft > 0 else "?"), sent)
+    text, usage, elapsed, ttft = long_request(client, model, prompt, params["max_tokens"], params["stream"],
+                                              first_text)
     counted = int(usage["prompt_tokens"])
     result.update(prompt_tokens=counted, completion_tokens=int(usage.get("completion_tokens") or 0),
                   completion=text, elapsed_s=round(elapsed, 3), ttft_s=round(ttft, 3) if ttft is not None else None,
@@ -747,18 +802,23 @@ def main():
             "model": {"type": "str"},
             "stream": {"type": "bool", "default": True},
             "validate_certs": {"type": "bool", "default": True},
+            "progress_file": {"type": "path"},
         },
         supports_check_mode=True,
     )
     result = {"changed": False, "ok": False, "checks": [], "question": module.params["question"], "needle": None,
               "context_target": module.params["context_target"]}
+    progress = Progress(module.params["progress_file"])
     try:
-        run(module.params, result)
+        run(module.params, result, progress)
     except SmokeFailure as error:
+        progress.end()
         module.fail_json(msg=str(error), **result)
     except Exception as error:  # noqa: BLE001 - report, never a traceback, but keep it for -vvv
+        progress.end()
         module.fail_json(msg="Smoke test stopped on an unexpected %s: %s" % (type(error).__name__, error),
                          exception=traceback.format_exc(), **result)
+    progress.end()
     result["ok"] = True
     module.exit_json(**result)
 

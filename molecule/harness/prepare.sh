@@ -64,7 +64,10 @@ build_image() {  # suite image tag
   tar --numeric-owner -C "$rootfs" -cf "$CACHE/rootfs.tar" .
   printf 'FROM scratch\nADD rootfs.tar /\nENV container=docker\nSTOPSIGNAL SIGRTMIN+3\nCMD ["/lib/systemd/systemd"]\n' \
     >"$CACHE/Dockerfile"
-  docker build -q -t "$image:$tag" -t "$image:latest" -f "$CACHE/Dockerfile" "$CACHE" >/dev/null
+  # Docker 23+ without buildx prints "DEPRECATED: The legacy builder is deprecated..." on every build; FROM
+  # scratch + ADD needs nothing more, so its messages are shown only when the build fails.
+  docker build -q -t "$image:$tag" -t "$image:latest" -f "$CACHE/Dockerfile" "$CACHE" >/dev/null \
+    2>"$CACHE/docker-build.log" || { cat "$CACHE/docker-build.log" >&2; return 1; }
   rm -rf "$rootfs" "$CACHE/rootfs.tar"
 }
 if ! docker image inspect "$IMAGE:$certs_hash" >/dev/null 2>&1; then

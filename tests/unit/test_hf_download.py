@@ -101,10 +101,13 @@ def test_single_file_checkpoint_without_index(tmp_path):
 
 
 class Hub(http.server.ThreadingHTTPServer):
-    def __init__(self, files, stall_file=None):
+    def __init__(self, files, stall_file=None, bytes_per_s=None, ranges=True, broken_file=None):
         super().__init__(("127.0.0.1", 0), HubHandler)
         self.files, self.stall_file, self.requests = files, stall_file, []
         self.stalled = threading.Event()
+        # bytes_per_s: file data paced like a slow link; ranges=False: a mirror that ignores Range (200, whole
+        # file); broken_file: answered 500, as a storage backend failing.
+        self.bytes_per_s, self.ranges, self.broken_file = bytes_per_s, ranges, broken_file
 
 
 class HubHandler(http.server.BaseHTTPRequestHandler):
@@ -137,9 +140,13 @@ class HubHandler(http.server.BaseHTTPRequestHandler):
         if not self.path.startswith(prefix) or self.path[len(prefix):] not in hub.files:
             return self.send(404, b"not found", {"X-Error-Code": "EntryNotFound"}, head)
         name = self.path[len(prefix):]
+        if name == hub.broken_file:
+            return self.send(500, b"Internal Error - We're working hard to fix this as soon as possible!", head=head)
         data = hub.files[name]
         headers = {"X-Repo-Commit": SHA, "ETag": '"etag-%s"' % name, "Accept-Ranges": "bytes"}
         start = int(self.headers["Range"].split("=")[1].split("-")[0]) if self.headers.get("Range") else 0
+        if not hub.ranges:
+            start = 0
         if head:
             headers["Content-Length"] = str(len(data))
             return self.send(200, b"", headers, head=True)
@@ -157,6 +164,16 @@ class HubHandler(http.server.BaseHTTPRequestHandler):
             self.wfile.flush()
             hub.stalled.set()
             time.sleep(60)
+            return
+        if hub.bytes_per_s:
+            piece = max(1, hub.bytes_per_s // 20)
+            for at in range(start, len(data), piece):
+                try:
+                    self.wfile.write(data[at:at + piece])
+                    self.wfile.flush()
+                except OSError:  # the client stopped reading (its try's time was up)
+                    return
+                time.sleep(0.05)
             return
         self.wfile.write(data[start:])
 
@@ -179,7 +196,8 @@ def module_args(repo, revision, path, token_file, endpoint):
     assert task["become_user"] == "{{ sglang_user }}" and "environment" not in task
     values = {"_sglang_download_repo": repo, "_sglang_download_revision": revision, "_sglang_download_path": str(path),
               "sglang_hf_token_file": str(token_file), "sglang_hf_endpoint": endpoint}
-    return {key: jinja2.Template(value).render(**values) for key, value in task["hf_download"].items()}
+    return {key: jinja2.Template(value).render(**values) if isinstance(value, str) else value
+            for key, value in task["hf_download"].items()}
 
 
 def run_module(args, tmp_path):
@@ -225,3 +243,142 @@ def test_interrupted_download_is_resumed_and_only_then_complete(hub, tmp_path):
     third = run_module(args, tmp_path)
     out = json.loads(third.communicate(timeout=60)[0])
     assert third.returncode == 0 and out["changed"] is False and out["fetched"] == []
+
+
+# --- tries with `poll`, as download.yml runs them: each try returns bytes done / total, the next continues ---
+
+@pytest.fixture
+def slow_hub():
+    """Two shards (3 MiB, 1 MiB) served at 1 MiB/s: a 1 s try stops inside a file."""
+    server = Hub(checkpoint([3 * 2**20, 2**20]), bytes_per_s=2**20)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield server
+    server.shutdown()
+
+
+def one_try(args, tmp_path):
+    proc = run_module(args, tmp_path)
+    out = json.loads(proc.communicate(timeout=60)[0])
+    return proc.returncode, out
+
+
+def test_tries_report_bytes_done_of_total_and_resume_where_the_last_stopped(slow_hub, tmp_path):
+    target = tmp_path / "model"
+    target.mkdir()
+    args = dict(module_args("org/model", "main", target, tmp_path / "no-token", "http://127.0.0.1:%d"
+                            % slow_hub.server_port), poll=1)
+    total = sum(len(data) for data in slow_hub.files.values())
+    tries = []
+    for _ in range(15):
+        rc, out = one_try(args, tmp_path)
+        assert rc == 0, out
+        tries.append(out)
+        if out["done"]:
+            break
+    first, last = tries[0], tries[-1]
+    assert len(tries) >= 3 and last["done"] and not first["done"]
+    assert first["bytes_total"] == total and first["files_total"] == 4
+    assert 0 < first["bytes_done"] < total and first["bytes_per_s"] > 0
+    assert first["changed"] is True and first["progress_clock"] == "task"
+    assert first["progress"].startswith("downloading org/model: ") and " of 4.0 MiB (" in first["progress"]
+    assert "/4 files, " in first["progress"] and "MiB/s (about " in first["progress"]
+    done = [out["bytes_done"] for out in tries]
+    assert done == sorted(done) and done[-1] == total  # it only ever goes forward
+    assert last["progress"] == "downloaded org/model: 4.0 MiB, 4 files"
+    # Every try after the first asked the Hub for the rest of the file it stopped in, never from 0 again.
+    gets = [r for r in slow_hub.requests if r[0] == "GET" and "/resolve/" in r[1]]
+    resumed = [r for r in gets if r[2]]
+    assert resumed and all(int(r[2].split("=")[1].rstrip("-")) > 0 for r in resumed)
+    assert sum(1 for r in gets if r[1].endswith("00001-of-00002.safetensors") and not r[2]) == 1
+    assert status.check(str(target))["complete"]
+    for name, data in slow_hub.files.items():
+        assert (target / name).read_bytes() == data
+    rc, out = one_try(args, tmp_path)
+    assert rc == 0 and out["done"] and out["changed"] is False and out["fetched"] == []
+
+
+def test_a_mirror_that_ignores_range_gets_its_file_finished_in_one_try(tmp_path):
+    server = Hub(checkpoint([3 * 2**20]), bytes_per_s=2 * 2**20, ranges=False)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        target = tmp_path / "model"
+        target.mkdir()
+        name = "model-00001-of-00001.safetensors"
+        (target / (name + ".part")).write_bytes(server.files[name][:2**20])  # an earlier run's part
+        args = dict(module_args("org/model", "main", target, tmp_path / "no-token",
+                                "http://127.0.0.1:%d" % server.server_port), poll=1)
+        rc, out = one_try(args, tmp_path)
+    finally:
+        server.shutdown()
+    # Stopping after 1 s would lose the file again (the next try would get it from byte 0 once more): the try
+    # ran past its second (3 MiB at 2 MiB/s) to finish it; the files after it are the next try's.
+    assert rc == 0, out
+    assert name in out["fetched"] and name not in out["resumed"]
+    assert (target / name).read_bytes() == server.files[name]
+
+
+def test_a_failing_file_fails_the_try_with_the_hubs_answer(tmp_path):
+    server = Hub(checkpoint([2**20]), broken_file="model-00001-of-00001.safetensors")
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        target = tmp_path / "model"
+        target.mkdir()
+        args = dict(module_args("org/model", "main", target, tmp_path / "no-token",
+                                "http://127.0.0.1:%d" % server.server_port), poll=30)
+        rc, out = one_try(args, tmp_path)
+    finally:
+        server.shutdown()
+    assert rc != 0 and out["failed"]
+    assert out["msg"].startswith("Downloading model-00001-of-00001.safetensors from org/model failed: HTTP Error 500")
+
+
+def test_poll_under_one_second_is_refused(tmp_path):
+    args = dict(module_args("org/model", "main", tmp_path, tmp_path / "t", "http://127.0.0.1:9"), poll=0)
+    rc, out = one_try(args, tmp_path)
+    assert rc != 0 and "poll=0 must be at least 1" in out["msg"]
+
+
+# --- download.yml itself, through ansible-playbook with the repository's ansible.cfg and callbacks ---
+
+def run_download_yml(tmp_path, hub_url, target):
+    play = tmp_path / "download.yml"
+    play.write_text(yaml.safe_dump([{
+        "name": "Run the role's download tasks against the Hub stand-in", "hosts": "localhost",
+        "connection": "local", "gather_facts": False,
+        "tasks": [{"name": "Download", "ansible.builtin.include_role": {"name": "sglang", "tasks_from": "download"},
+                   "vars": {"_sglang_download_repo": "org/model", "_sglang_download_revision": "main",
+                            "_sglang_download_path": str(target), "sglang_user": "root",
+                            "sglang_hf_token": TOKEN, "sglang_hf_token_file": str(tmp_path / "hf" / "hub" / "token"),
+                            "sglang_hf_endpoint": hub_url}}]}]))
+    env = dict(os.environ, ANSIBLE_CONFIG=str(REPO_ROOT / "ansible.cfg"), ANSIBLE_NOCOLOR="1")
+    # No sudo on a test machine: the tasks' `become` (to the service user) is switched off by the variable.
+    return subprocess.run([str(pathlib.Path(sys.executable).parent / "ansible-playbook"), str(play),
+                           "-e", "ansible_become=false"], cwd=REPO_ROOT, env=env, capture_output=True, text=True,
+                          timeout=300)
+
+
+def test_download_yml_prints_one_line_per_try_then_changes_nothing(slow_hub, tmp_path, monkeypatch):
+    # download.yml's tries are 30 s long; 1 s here, from the same task file.
+    text = (REPO_ROOT / "roles/sglang/tasks/download.yml").read_text()
+    assert text.count("poll: 30\n") == 1
+    role = tmp_path / "roles" / "sglang"
+    (role / "tasks").mkdir(parents=True)
+    for sub in ("defaults", "meta"):
+        (role / sub).symlink_to(REPO_ROOT / "roles/sglang" / sub)
+    (role / "tasks" / "download.yml").write_text(text.replace("poll: 30\n", "poll: 1\n"))
+    monkeypatch.setenv("ANSIBLE_ROLES_PATH", str(tmp_path / "roles"))
+    target = tmp_path / "model"
+    url = "http://127.0.0.1:%d" % slow_hub.server_port
+    first = run_download_yml(tmp_path, url, target)
+    assert first.returncode == 0, first.stdout + first.stderr
+    lines = [line for line in first.stdout.splitlines() if line.startswith("localhost: downloading org/model: ")]
+    assert len(lines) >= 2, first.stdout
+    assert all(" of 4.0 MiB (" in line and "/4 files" in line for line in lines)
+    assert lines[-1].rsplit(", ", 1)[1][-1] == "s"  # the task's clock, added by the callback
+    assert "FAILED - RETRYING" not in first.stdout
+    assert "changed=" in first.stdout and "changed=0" not in first.stdout
+    assert TOKEN not in first.stdout
+    assert status.check(str(target))["complete"]
+    second = run_download_yml(tmp_path, url, target)
+    assert second.returncode == 0, second.stdout + second.stderr
+    assert "changed=0" in second.stdout and "localhost: downloading" not in second.stdout

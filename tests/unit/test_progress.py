@@ -218,6 +218,48 @@ def test_the_callback_prints_one_line_per_try(tmp_path):
     assert "FAILED - RETRYING" not in proc.stdout  # sglang_once leaves a progress try to sglang_progress
 
 
+def test_the_callback_adds_the_tasks_clock_when_a_result_asks():
+    sys.path.insert(0, os.path.join(REPO, "callback_plugins"))
+    from sglang_progress import duration, progress_message
+    result = {"progress": "downloading org/model: 1.0 of 4.0 GiB (25%), 1/4 files, 1.0 GiB/s (about 3s left)",
+              "progress_clock": "task"}
+    assert progress_message("ct200", result, 75.4) == ("ct200: downloading org/model: 1.0 of 4.0 GiB (25%), 1/4 "
+                                                       "files, 1.0 GiB/s (about 3s left), 1m15s")
+    assert progress_message("ct200", result, None) == "ct200: " + result["progress"]  # no start seen: no clock
+    # A line with its own clock (the boot wait's, from the unit's start) gets none added.
+    assert progress_message("ct200", {"progress": "warming up, 5s"}, 75.4) == "ct200: warming up, 5s"
+    assert [duration(s) for s in (0, 59.9, 60, 3599, 3600, 7380)] == ["0s", "59s", "1m00s", "59m59s", "1h00m",
+                                                                       "2h03m"]
+
+
+def test_the_task_clock_through_ansible_playbook(tmp_path):
+    library = tmp_path / "library"
+    library.mkdir()
+    # Tries of about a second that cannot know when the task began, like hf_download's (poll).
+    (library / "fake_download.py").write_text(
+        "#!/usr/bin/python\n# WANT_JSON\nimport json, os, sys, time\n"
+        "args = json.load(open(sys.argv[1]))\n"
+        "n = int(open(args['counter']).read()) + 1 if os.path.exists(args['counter']) else 1\n"
+        "open(args['counter'], 'w').write(str(n))\ntime.sleep(1)\n"
+        "print(json.dumps({'changed': True, 'done': n >= 3, 'progress_clock': 'task',"
+        " 'progress': 'downloading org/model: %d of 3 files' % n}))\n")
+    play = tmp_path / "play.yml"
+    play.write_text(
+        "- hosts: localhost\n  gather_facts: false\n  tasks:\n"
+        "    - fake_download:\n        counter: %s\n      register: r\n"
+        "      until: r.done\n      retries: 5\n      delay: 1\n" % (tmp_path / "count"))
+    env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(REPO, "ansible.cfg"), ANSIBLE_NOCOLOR="1",
+               ANSIBLE_LIBRARY=str(library))
+    proc = subprocess.run([os.path.join(BIN, "ansible-playbook"), str(play)], cwd=REPO, env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    lines = [line for line in proc.stdout.splitlines() if line.startswith("localhost: downloading")]
+    assert len(lines) == 2, proc.stdout
+    first, second = (int(line.rsplit(", ", 1)[1].rstrip("s")) for line in lines)
+    assert lines[0].startswith("localhost: downloading org/model: 1 of 3 files, ")
+    assert 1 <= first < second <= first + 4  # one try (1 s) and one delay (1 s) apart, on the controller's clock
+
+
 @pytest.mark.parametrize("begin, end", [
     ("Capture target decode cuda graph begin. backend=full, num_tokens_per_req=1, avail mem=6.30 GB",
      "Capture target decode cuda graph end. Time elapsed: 9.12 s. mem usage=0.31 GB. avail mem=5.99 GB."),
