@@ -13,7 +13,9 @@ description:
     from the journal of the unit's current invocation, so that a callback can print one line per try.
   - The stages, from SGLang's own log lines (0.5.9's; 0.5.23 names the graphs, C(Capture target decode cuda
     graph begin), and says C(KV Cache is allocated. dtype - ...), which match too), in boot order -
-    C(starting); C(loading weights) with shard k/n and percent from
+    C(starting); C(joining the process group) (C(Init parallel begin) in 0.5.23, C(Init torch distributed
+    begin) in 0.5.9 - across nodes, a boot that stays there waits for a node that has not joined);
+    C(loading weights) with shard k/n and percent from
     C(Loading safetensors checkpoint shards - NN% Completed | k/n) (C(weight_utils.py), tqdm with
     C(BAR_FORMAT) from C(utils/common.py)); C(loading the draft model) (a second C(Load weight begin) on a
     rank, the speculative draft's); C(allocating the KV cache) (after C(Load weight end), until
@@ -147,13 +149,19 @@ def boot_progress(text):
         shards = ([None] + list(_SHARDS.finditer(line)))[-1]
         graphs = ([None] + list(_GRAPH_BAR.finditer(line)))[-1]
         kv = _KV.search(line)
-        if "Load weight begin" in line:
+        if ("Init parallel begin" in line or "Init torch distributed begin" in line) and state["stage"] == "starting":
+            # The rendezvous (0.5.23 distributed/bootstrap.py; 0.5.9 model_runner.py): across nodes, a boot
+            # that stays here is waiting for a node that has not joined (until --dist-timeout).
+            state["stage"] = "joining the process group"
+        elif "Load weight begin" in line:
             begins[rank] = begins.get(rank, 0) + 1
             # A second begin on a rank is the speculative draft model's (its worker loads after the target).
             state["stage"] = "loading the draft model" if begins[rank] > 1 else "loading weights"
             state["shard"] = None if begins[rank] > 1 else state["shard"]
-        elif shards and state["stage"] in ("starting", "loading weights", "loading the draft model"):
-            state["stage"] = "loading weights" if state["stage"] == "starting" else state["stage"]
+        elif shards and state["stage"] in ("starting", "joining the process group", "loading weights",
+                                           "loading the draft model"):
+            state["stage"] = ("loading weights" if state["stage"] in ("starting", "joining the process group")
+                              else state["stage"])
             state["percent"] = int(shards.group(1))
             state["shard"] = [int(shards.group(2)), int(shards.group(3))]
         elif "Load weight end" in line and state["stage"] in ("loading weights", "loading the draft model"):

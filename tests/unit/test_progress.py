@@ -274,3 +274,11 @@ def test_sglang_0_5_23_graph_lines(begin, end):
     assert boot_progress(head)["stage"] == "capturing CUDA graphs"
     assert boot_progress(head)["kv_tokens"] == 200229
     assert boot_progress(head + "[2026-11-20 10:03:41 TP0] " + end + "\n")["stage"] == "warming up"
+
+
+@pytest.mark.parametrize("begin", ["[2026-12-01 03:00:00 TP8] Init parallel begin.",  # 0.5.23 distributed/bootstrap.py
+                                   "[2025-03-01 10:00:00 TP0] Init torch distributed begin."])  # 0.5.9 model_runner.py
+def test_a_boot_waiting_at_the_rendezvous_says_so(begin):
+    assert boot_progress(begin + "\n")["stage"] == "joining the process group"
+    loading = begin + "\n[2026-12-01 03:00:05 TP8] Load weight begin. avail mem=85.33 GB\n"
+    assert boot_progress(loading)["stage"] == "loading weights"
