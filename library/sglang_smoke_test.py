@@ -32,6 +32,13 @@ options:
     description: Base URL of the SGLang server, C(http://) or C(https://) with a host.
     type: str
     default: http://127.0.0.1:30000
+  info_url:
+    description:
+      - Where to read the pool, the context length and the tokenizer (C(/server_info), C(/v1/models),
+        C(/tokenize)) and wait for C(/health_generate), when the long request goes elsewhere - e.g. the prompt
+        through a router in I(url) and the pool from the worker behind it (a router's own server information
+        describes the router, not the worker). Default - I(url).
+    type: str
   api_key:
     description: The server's C(--api-key), sent as a bearer token.
     type: str
@@ -442,16 +449,17 @@ class Progress:
 
 
 # -- parameters ------------------------------------------------------------------------------------------
-def check_url(url):
+def check_url(url, name="url"):
     """A malformed URL fails at once: waiting cannot fix it."""
     try:
         parts = urlsplit(url)
         port = parts.port  # raises ValueError on a port that is not a number in 0-65535
     except ValueError as error:
-        raise SmokeFailure("url=%r is not a valid URL (%s): give e.g. http://127.0.0.1:30000." % (url, error)) from None
+        raise SmokeFailure("%s=%r is not a valid URL (%s): give e.g. http://127.0.0.1:30000."
+                           % (name, url, error)) from None
     if parts.scheme not in ("http", "https") or not parts.hostname or any(c.isspace() for c in url) or port == 0:
-        raise SmokeFailure("url=%r is not an http(s) URL with a host and port: give e.g. http://127.0.0.1:30000."
-                           % (url,))
+        raise SmokeFailure("%s=%r is not an http(s) URL with a host and port: give e.g. http://127.0.0.1:30000."
+                           % (name, url))
 
 
 def parse_prompt_tokens(asked):
@@ -472,6 +480,8 @@ def parse_prompt_tokens(asked):
 def validate(params):
     """Refuse bad parameters before any request; returns the parsed prompt size."""
     check_url(params["url"])
+    if params.get("info_url") is not None:
+        check_url(params["info_url"], "info_url")
     for name, least, hint in (
             ("min_pool_tokens", 1, "leave it unset to require the server's own context length"),
             ("context_target", 1, "give the context the deployment promises, e.g. 200000"),
@@ -727,13 +737,16 @@ def run(params, result, progress=None):
                   context_target=params.get("context_target"))
 
     client = Client(params["url"], params["api_key"], params["timeout"], params["validate_certs"])
+    # The server itself (pool, context, tokenizer), when the long request goes through a router at url.
+    server = (Client(params["info_url"], params["api_key"], params["timeout"], params["validate_certs"])
+              if params.get("info_url") else client)
     checks = result["checks"]
     progress.stage("proof: waiting for /health_generate")
-    wait_ready(client, params["wait_ready"])
+    wait_ready(server, params["wait_ready"])
     checks.append({"name": "ready", "ok": True, "detail": "/health_generate answered 200"})
 
-    pool, max_req_input_len, info = server_info(client)
-    model, context_length = served_model(client, info)
+    pool, max_req_input_len, info = server_info(server)
+    model, context_length = served_model(server, info)
     result.update(pool_tokens=pool, max_req_input_len=max_req_input_len, context_length=context_length,
                   min_pool_tokens=max(context_length or 0, params.get("min_pool_tokens") or 0) or None)
     check_capacity(params, checks, pool, context_length)
@@ -742,11 +755,11 @@ def run(params, result, progress=None):
     target = prompt_target(asked, accepted, params, context_length, max_req_input_len)
     result["prompt_target"] = target
     model = params["model"] or model
-    sizer = PromptSizer(client, model, head, filler, tail)
-    calls_before = client.calls
+    sizer = PromptSizer(server, model, head, filler, tail)
+    calls_before = server.calls
     progress.stage("proof: sizing the prompt to %s tokens (pool %s)" % (fmt(target), fmt(pool)))
     prompt, counted = sizer.size(target)
-    result["calibration_calls"] = client.calls - calls_before
+    result["calibration_calls"] = server.calls - calls_before
     if counted > accepted:
         how = "counted by the server's /tokenize" if sizer.has_tokenize else "estimated from short requests"
         raise SmokeFailure(too_long("The sized prompt has %s tokens (%s)" % (fmt(counted), how), accepted,
@@ -789,6 +802,7 @@ def main():
     module = AnsibleModule(
         argument_spec={
             "url": {"type": "str", "default": "http://127.0.0.1:30000"},
+            "info_url": {"type": "str"},
             "api_key": {"type": "str", "no_log": True},
             "min_pool_tokens": {"type": "int"},
             "context_target": {"type": "int"},
