@@ -53,7 +53,8 @@ def test_good_settings_pass(tmp_path):
 @pytest.mark.parametrize("workers, router_vars, words", [
     (GOOD, {"sglang_router_workers": ["w1"], "sglang_router_health_interval_s": 5},
      ["Unknown variable(s) sglang_router_health_interval_s", "did you mean sglang_router_health_check_interval_s"]),
-    (GOOD, {"sglang_router_workers": ["w1", "ct999"]}, ["names ct999, not in the inventory"]),
+    (GOOD, {"sglang_router_workers": ["w1", "ct999"]}, ["ct999 not in the inventory"]),
+    (GOOD, {"sglang_router_workers": []}, ["sglang_router_workers is [] on router-1"]),
     ({"a": worker(30000, sglang_nodes=["a", "b"]), "b": worker(30000, sglang_nodes=["a", "b"])},
      {"sglang_router_workers": ["b"]}, ["names b, which is node 1 of its server", "List a instead"]),
     ({"w1": {"ansible_host": "10.0.0.1", "sglang_api_key": "k-1"}}, {"sglang_router_workers": ["w1"]},
