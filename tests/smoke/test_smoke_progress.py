@@ -166,6 +166,8 @@ def run_proof(tmp_path, url, **overrides):
     tasks, block_vars = smoke_tasks()
     with open(os.path.join(REPO, "roles", "sglang", "defaults", "main.yml"), encoding="utf-8") as handle:
         defaults = yaml.safe_load(handle)
+    with open(os.path.join(REPO, "roles", "sglang", "vars", "main.yml"), encoding="utf-8") as handle:
+        defaults.update(yaml.safe_load(handle))  # the role's own vars (this host's node rank, ...)
     host, port = url.rsplit("//", 1)[1].split(":")
     play_vars = dict(defaults, _sglang_local_address=host, sglang_port=int(port), sglang_api_key="",
                      sglang_ready_timeout=60, sglang_smoke_timeout=60, **overrides)
