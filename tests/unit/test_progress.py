@@ -22,6 +22,20 @@ def fixture(name):
         return handle.read()
 
 
+def run_retried(tmp_path, library, name, until, delay):
+    """Module `name` (in `library`) retried until `until` in a localhost play, with the repository's ansible.cfg
+    and so its callbacks; the finished ansible-playbook process."""
+    play = tmp_path / "play.yml"
+    play.write_text(
+        "- hosts: localhost\n  gather_facts: false\n  tasks:\n"
+        "    - %s:\n        counter: %s\n      register: r\n"
+        "      until: %s\n      retries: 5\n      delay: %d\n" % (name, tmp_path / "count", until, delay))
+    env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(REPO, "ansible.cfg"), ANSIBLE_NOCOLOR="1",
+               ANSIBLE_LIBRARY=str(library))
+    return subprocess.run([os.path.join(BIN, "ansible-playbook"), str(play)], cwd=REPO, env=env,
+                          capture_output=True, text=True, timeout=120)
+
+
 def test_loading_weights_from_a_tp4_boot():
     state = boot_progress(fixture("mimo_tp4_loading.log"))
     assert state["stage"] == "loading weights"
@@ -203,15 +217,7 @@ def test_the_callback_prints_one_line_per_try(tmp_path):
         "n = int(open(args['counter']).read()) + 1 if os.path.exists(args['counter']) else 1\n"
         "open(args['counter'], 'w').write(str(n))\n"
         "print(json.dumps({'changed': False, 'ready': n >= 3, 'progress': 'loading weights %d/64' % (n * 20)}))\n")
-    play = tmp_path / "play.yml"
-    play.write_text(
-        "- hosts: localhost\n  gather_facts: false\n  tasks:\n"
-        "    - fake_progress:\n        counter: %s\n      register: r\n"
-        "      until: r.ready\n      retries: 5\n      delay: 0\n" % (tmp_path / "count"))
-    env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(REPO, "ansible.cfg"), ANSIBLE_NOCOLOR="1",
-               ANSIBLE_LIBRARY=str(library))
-    proc = subprocess.run([os.path.join(BIN, "ansible-playbook"), str(play)], cwd=REPO, env=env,
-                          capture_output=True, text=True, timeout=120)
+    proc = run_retried(tmp_path, library, "fake_progress", "r.ready", 0)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert proc.stdout.count("localhost: loading weights") == 2
     assert "localhost: loading weights 20/64" in proc.stdout and "localhost: loading weights 40/64" in proc.stdout
@@ -243,15 +249,7 @@ def test_the_task_clock_through_ansible_playbook(tmp_path):
         "open(args['counter'], 'w').write(str(n))\ntime.sleep(1)\n"
         "print(json.dumps({'changed': True, 'done': n >= 3, 'progress_clock': 'task',"
         " 'progress': 'downloading org/model: %d of 3 files' % n}))\n")
-    play = tmp_path / "play.yml"
-    play.write_text(
-        "- hosts: localhost\n  gather_facts: false\n  tasks:\n"
-        "    - fake_download:\n        counter: %s\n      register: r\n"
-        "      until: r.done\n      retries: 5\n      delay: 1\n" % (tmp_path / "count"))
-    env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(REPO, "ansible.cfg"), ANSIBLE_NOCOLOR="1",
-               ANSIBLE_LIBRARY=str(library))
-    proc = subprocess.run([os.path.join(BIN, "ansible-playbook"), str(play)], cwd=REPO, env=env,
-                          capture_output=True, text=True, timeout=120)
+    proc = run_retried(tmp_path, library, "fake_download", "r.done", 1)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     lines = [line for line in proc.stdout.splitlines() if line.startswith("localhost: downloading")]
     assert len(lines) == 2, proc.stdout
