@@ -24,7 +24,7 @@ def test_defaults_pass():
 
 @pytest.mark.parametrize("extra, words", [
     ({"sglang_context_targt": 250000},
-     ["Unknown variable(s) sglang_context_targt", "did you mean sglang_context_target"]),
+     ["unknown variable sglang_context_targt", "Did you mean sglang_context_target?"]),
     ({"sglang_calibration": {"pre_load_avail": 85.3, "post_load_avail_gib": 19.4}},
      ["sglang_calibration has keys post_load_avail_gib, pre_load_avail", "exactly"]),
     ({"sglang_speculative": {"algorithm": "DFLASH", "draft_path": "/x"}},

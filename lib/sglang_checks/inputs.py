@@ -1,0 +1,199 @@
+"""One host's variables checked against what the roles accept, before anything connects.
+
+The roles' own meta/argument_specs.yml are the one source of what each knob is: a name with a role's prefix
+that no role (and no playbook) knows is refused with the closest known name, and every known one is checked
+against its spec with ansible-core's own validator. The release rules (the driver branch and CUDA toolkit the
+release's torch needs) and the multi-node timing rule come after. Each refusal is one sentence that names the
+host, the variable, the value and the fix; secrets are never quoted.
+"""
+
+import difflib
+import functools
+import os
+
+import yaml
+from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
+
+# The roles a host of each group runs (site.yml), in play order.
+ROLES_BY_GROUP = {
+    "sglang_servers": ("preflight", "nvidia_driver", "cuda", "sglang"),
+    "sglang_routers": ("sglang_router",),
+}
+# Every role's variables carry its prefix; sglang_router_ names are the router role's, checked with the rest.
+PREFIXES = ("sglang_", "nvidia_driver_", "cuda_", "preflight_")
+# The playbooks' own switches (given with -e), which no role's specs list.
+PLAYBOOK_VARIABLES = {
+    "sglang_serial": "site.yml's batch size",
+    "sglang_rollback_to": "playbooks/rollback.yml's entry",
+    "sglang_rollback_list": "playbooks/rollback.yml's listing switch",
+}
+SECRET_WORDS = ("api_key", "token", "password", "secret")
+
+
+class Roles:
+    """The argument specs, defaults and run-time fact names of the roles under `roles_dir`."""
+
+    def __init__(self, roles_dir):
+        self.roles_dir = roles_dir
+        self.specs = {}
+        self.defaults = {}
+        for role in sorted(os.listdir(roles_dir)):
+            specs_file = os.path.join(roles_dir, role, "meta", "argument_specs.yml")
+            if not os.path.isfile(specs_file):
+                continue
+            options = {}
+            for entry in (_load_yaml(specs_file).get("argument_specs") or {}).values():
+                options.update(entry.get("options") or {})
+            self.specs[role] = options
+            self.defaults[role] = _load_yaml(os.path.join(roles_dir, role, "defaults", "main.yml"))
+        # Facts the sglang role sets while it runs (sglang_*, but no knobs): vars/main.yml lists them.
+        role_vars = _load_yaml(os.path.join(roles_dir, "sglang", "vars", "main.yml"))
+        self.run_facts = set(role_vars.get("_sglang_run_facts") or [])
+        self.known = set(PLAYBOOK_VARIABLES) | self.run_facts
+        for options in self.specs.values():
+            self.known |= set(options)
+
+    def default(self, name):
+        for defaults in self.defaults.values():
+            if name in defaults:
+                return defaults[name]
+        return None
+
+
+@functools.lru_cache(maxsize=8)
+def roles_at(roles_dir):
+    return Roles(roles_dir)
+
+
+def _load_yaml(path):
+    if not os.path.isfile(path):
+        return {}
+    with open(path, encoding="utf-8") as handle:
+        return yaml.safe_load(handle) or {}
+
+
+def is_secret(name):
+    return any(word in name for word in SECRET_WORDS)
+
+
+def shown(name, value):
+    """A value as a refusal quotes it: secrets masked, long values cut."""
+    if is_secret(name):
+        return "(a secret, not shown)"
+    text = repr(value)
+    return text if len(text) <= 120 else text[:117] + "..."
+
+
+def roles_of(groups):
+    roles = []
+    for group, group_roles in ROLES_BY_GROUP.items():
+        if group in groups:
+            roles.extend(r for r in group_roles if r not in roles)
+    return roles
+
+
+def unknown_variables(host, variables, roles):
+    """A refusal per role-prefixed name that no role or playbook reads, with the closest known name."""
+    refusals = []
+    for name in sorted(n for n in variables if isinstance(n, str) and n.startswith(PREFIXES)):
+        if name in roles.known:
+            continue
+        close = difflib.get_close_matches(name, sorted(roles.known), n=1, cutoff=0.75)
+        hint = "Did you mean %s? " % close[0] if close else ""
+        refusals.append("%s: unknown variable %s (value %s): no role or playbook reads it, so it would be "
+                        "ignored. %sThe known names are in docs/variables.md."
+                        % (host, name, shown(name, variables[name]), hint))
+    return refusals
+
+
+def _without_defaults(options):
+    """A spec that checks only what is given: defaults (some are templates) and 'required' left to the roles."""
+    spec = {}
+    for name, option in options.items():
+        option = {k: v for k, v in option.items()
+                  if k not in ("default", "required", "description", "version_added")}
+        if "options" in option:
+            option["options"] = _without_defaults(option["options"])
+        spec[name] = option
+    return spec
+
+
+def spec_refusals(host, variables, roles, role_names):
+    """A refusal per value that its role's argument spec rejects (type, choices, elements, sub-options)."""
+    refusals = []
+    for role in role_names:
+        options = roles.specs.get(role, {})
+        given = {name: variables[name] for name in options if name in variables and variables[name] is not None}
+        if not given:
+            continue
+        result = ArgumentSpecValidator(_without_defaults({n: options[n] for n in given})).validate(given)
+        for error in result.errors:
+            message = str(error)
+            for name in given:
+                if is_secret(name) and isinstance(given[name], str) and given[name]:
+                    message = message.replace(given[name], "********")
+            names = [n for n in given if n in message] or ["a %s variable" % role]
+            refusals.append("%s: %s (role %s): %s. Fix it in the inventory or the -e value; %s describes it."
+                            % (host, names[0], role, message.rstrip("."),
+                               "roles/%s/meta/argument_specs.yml" % role))
+    return refusals
+
+
+def value(variables, roles, name):
+    return variables[name] if name in variables else roles.default(name)
+
+
+def release_refusals(host, variables, roles, rules_for):
+    """The driver branch and CUDA toolkit the release's torch runs on (rules_for: sglang_kvplan.rules_for)."""
+    version = value(variables, roles, "sglang_version")
+    pool_rules = value(variables, roles, "sglang_pool_rules") or None
+    try:
+        rules_name, rules = rules_for(str(version), pool_rules)
+    except ValueError as error:
+        return ["%s: %s" % (host, error)]
+    refusals = []
+    branch = value(variables, roles, "nvidia_driver_branch")
+    try:
+        branch_number = int(str(branch))
+    except ValueError:
+        return ["%s: nvidia_driver_branch is %s: expected a driver branch number such as 580."
+                % (host, shown("nvidia_driver_branch", branch))]
+    if branch_number < rules["min_driver_branch"]:
+        refusals.append(
+            "%s: nvidia_driver_branch is %s, but SGLang %s (rules of %s) runs on torch %s built for CUDA %s, which "
+            "needs driver branch %s or newer. Raise nvidia_driver_branch to %s, or pin an older sglang_version."
+            % (host, branch, version, rules_name, rules["torch"], rules["torch_cuda"], rules["min_driver_branch"],
+               rules["min_driver_branch"]))
+    cuda = str(value(variables, roles, "cuda_version"))
+    if value(variables, roles, "sglang_kernel_sources") and cuda.split(".")[0] != rules["torch_cuda"].split(".")[0]:
+        refusals.append(
+            "%s: cuda_version is %s, but kernels built from source (sglang_kernel_sources) need the CUDA major of "
+            "SGLang %s's torch (%s, CUDA %s). Set cuda_version to %s, or pin an older sglang_version."
+            % (host, cuda, version, rules["torch"], rules["torch_cuda"], rules["torch_cuda"]))
+    return refusals
+
+
+def multinode_refusals(host, variables, roles):
+    nodes = value(variables, roles, "sglang_nodes") or []
+    if not isinstance(nodes, list) or len(nodes) < 2:
+        return []
+    dist, ready = value(variables, roles, "sglang_dist_timeout"), value(variables, roles, "sglang_ready_timeout")
+    try:
+        if int(dist) < int(ready):
+            return []
+    except (TypeError, ValueError):
+        return []  # the argument specs name a non-number
+    return ["%s: sglang_dist_timeout (%s s) must be shorter than sglang_ready_timeout (%s s): a node that never "
+            "joins must end the boot with SGLang's own error before the readiness wait gives up without one. "
+            "Lower sglang_dist_timeout or raise sglang_ready_timeout." % (host, dist, ready)]
+
+
+def host_refusals(host, variables, groups, roles, rules_for):
+    """Every refusal for one host: unknown names, the specs, then (when the values have their types) the rules."""
+    role_names = roles_of(groups)
+    typed = spec_refusals(host, variables, roles, role_names)
+    refusals = unknown_variables(host, variables, roles) + typed
+    if "sglang" in role_names and not typed:
+        refusals += release_refusals(host, variables, roles, rules_for)
+        refusals += multinode_refusals(host, variables, roles)
+    return refusals
