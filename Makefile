@@ -45,8 +45,10 @@ lint: venv
 chromium:
 	tests/browser/install_chromium.sh
 
+# Two workers (the machines this runs on have 2 cores); a file's tests stay together (shared servers, ports).
+PYTEST_WORKERS ?= 2
 unit: venv chromium
-	pytest
+	pytest -n $(PYTEST_WORKERS) --dist loadfile
 
 molecule: venv
 	molecule/harness/run.sh $(SCENARIOS)
