@@ -2,12 +2,15 @@
 
   {{ ansible_play_hosts_all | sglang_check_hosts(hostvars, groups['all']) }}   every refusal, one sentence each
   {{ inventory_hostname | sglang_check_host(hostvars) }}                     one host's own (a role checks itself)
+  {{ inventory_hostname | sglang_plan_host(hostvars, knobs, measured) }}    {spec, plan, node, server} or {error}
+  {{ ansible_play_hosts_all | sglang_plan_hosts(hostvars) }}               the same for every server host at once
   {{ sglang_host | sglang_local_host }}     where a check on the host reaches a server listening there ([::1])
   {{ ansible_host | sglang_url_host }}      the host part of a URL (an IPv6 address in brackets)
 
 The checks are plain Python in lib/sglang_checks/ (tested without Ansible); this layer only reads hostvars.
 """
 
+import json
 import os
 import sys
 
@@ -20,7 +23,7 @@ _LIB = os.path.join(os.path.dirname(os.path.realpath(__file__)), os.pardir, "lib
 sys.path.insert(0, _LIB)
 
 import sglang_kvplan  # noqa: E402
-from sglang_checks import fleet, inputs, urls  # noqa: E402
+from sglang_checks import fleet, inputs, planspec, urls  # noqa: E402
 
 _ROLES = os.path.realpath(os.path.join(_LIB, os.pardir, "roles"))
 
@@ -64,11 +67,117 @@ def check_host(host, hostvars, group="sglang_servers"):
     return broken or inputs.host_refusals(host, variables, groups, inputs.roles_at(_ROLES), sglang_kvplan.rules_for)
 
 
+class _Once:
+    """hostvars read once per host within one call (each hostvars[host] builds that host's whole variable set)."""
+
+    def __init__(self, hostvars):
+        self._hostvars, self._seen = hostvars, {}
+
+    def __contains__(self, host):
+        return host in self._seen or host in self._hostvars
+
+    def __getitem__(self, host):
+        if host not in self._seen:
+            self._seen[host] = self._hostvars[host]
+        return self._seen[host]
+
+
+def plan_host(host, hostvars, knobs, measured=None):
+    """{spec, plan, node, server} for `host` (lib/sglang_checks/planspec.py), or {error: the planner's sentence}.
+
+    knobs: this host's planner knobs, defaults applied (planspec.KNOBS); the other nodes of its server are read
+    from hostvars (their GPU facts and stored calibration, else their inventory's sglang_gpu_memory_mib and
+    sglang_calibration)."""
+    try:
+        nodes = knobs.get("sglang_nodes") or [host]
+        per_node = [planspec.node_inputs(node, knobs if node == host else hostvars[node],
+                                         hostvars[node] if node in hostvars else {}) for node in nodes]
+        rank0 = nodes[0]
+        address = hostvars[rank0].get("ansible_host", rank0) if rank0 in hostvars else rank0
+        spec, server, node = planspec.spec(host, knobs, per_node, address, measured)
+        return {"spec": spec, "plan": planspec.plan(spec, server), "node": node, "server": server}
+    except sglang_kvplan.KVPlanError as error:
+        return {"error": "%s: %s" % (host, error)}
+
+
+def plan_knobs(_=None):
+    """The knobs plan.yml hands to sglang_plan_host (planspec.KNOBS)."""
+    return list(planspec.KNOBS)
+
+
+def plan_hosts(hosts, hostvars):
+    """{host: plan_host(...)} for every SGLang server host of a run, from the inventory and the role's
+    defaults (the check phase: one call for the whole run)."""
+    roles = inputs.roles_at(_ROLES)
+    hostvars = _Once(hostvars)
+    out = {}
+    for host in hosts:
+        source = hostvars[host]
+        if "sglang_servers" not in source.get("group_names", []):
+            continue
+        knobs = {name: source[name] if name in source else roles.default(name) for name in planspec.KNOBS}
+        nodes = knobs.get("sglang_nodes") or [host]
+        known = [n for n in nodes if n in hostvars and planspec.node_inputs(
+            n, knobs if n == host else hostvars[n], hostvars[n])["gpu_memory_mib"] not in (None, "")]
+        if len(known) < len(nodes):  # a new host: nothing knows its GPUs until preflight reads them
+            out[host] = {"skipped": "%s: planned once preflight has read the GPUs (no sglang_gpu_memory_mib and no "
+                                    "stored facts)" % host}
+            continue
+        out[host] = plan_host(host, hostvars, knobs)
+    return out
+
+
+def plan_pictures(plans, hostvars):
+    """One entry per server (its rank-0 host) with a plan: {host, server, title, key, facts}. `key` is the same
+    for servers whose plan and measured boots are the same, so make plan draws each distinct plan once."""
+    out = []
+    for host, planned in plans.items():
+        if "plan" not in planned or planned["node"]["node_rank"] != 0:
+            continue
+        node, plan = planned["node"], planned["plan"]
+        server = hostvars[host].get("sglang_server_name") or node["rank0"]
+        title = server + (" (nodes %s)" % ", ".join(node["nodes"]) if node["nnodes"] > 1 else "")
+        boots = list(hostvars[host].get("sglang_measured_boots") or [])
+        facts = {"host": server, "title": title, "sglang_kv_spec": planned["spec"], "sglang_kv_plan_result": plan,
+                 "sglang_measured_boots": boots}
+        key = json.dumps([plan["explanation"], plan["args"], plan["assumptions"], boots], sort_keys=True, default=str)
+        out.append({"host": host, "server": server, "title": title, "key": key, "facts": facts})
+    return out
+
+
+def plan_summary(servers, pictures, plans):
+    """{lines, disagree} for make plan: each server's plan, flags, picture and measured boots, then the hosts not
+    planned yet; `disagree` holds one sentence per server whose calibration does not predict its boots.
+    pictures: the registered results of drawing each distinct plan (stdout: sglang_report plan's JSON)."""
+    drawn = {r["item"]["key"]: json.loads(r["stdout"]) for r in pictures}
+    lines, disagree = [], []
+    for server in servers:
+        plan, picture = server["facts"]["sglang_kv_plan_result"], drawn[server["key"]]
+        lines += ["%s: %s" % (server["title"], plan["explanation"]), "flags: " + " ".join(plan["args"]),
+                  "picture: " + picture["picture"]] + picture["lines"] + list(plan["assumptions"])
+        bad = [b for b in picture["boots"] if b["agrees"] is False]
+        if bad:
+            disagree.append(
+                "%s: the calibration (P %s GiB, A %s GiB) does not predict the boot(s) measured on this host: %s; "
+                "re-measure sglang_calibration, or drop sglang_measured_boots entries that came from another setup "
+                "(model, tp, SGLang release, KV dtype)."
+                % (server["title"], plan["pre_load_avail_gib"], plan["post_load_avail_gib"],
+                   "; ".join("f %s gave %s tokens, the formula %s" % (b["mem_fraction_static"], b["pool_tokens"],
+                                                                      b["predicted"]) for b in bad)))
+    lines += [p["skipped"] for p in plans.values() if "skipped" in p]
+    return {"lines": lines, "disagree": disagree}
+
+
 class FilterModule:
     def filters(self):
         return {
             "sglang_check_hosts": check_hosts,
             "sglang_check_host": check_host,
+            "sglang_plan_host": plan_host,
+            "sglang_plan_hosts": plan_hosts,
+            "sglang_plan_knobs": plan_knobs,
+            "sglang_plan_pictures": plan_pictures,
+            "sglang_plan_summary": plan_summary,
             "sglang_url_host": urls.url_host,
             "sglang_local_host": urls.local_host,
         }

@@ -37,6 +37,7 @@ class Roles:
         self.roles_dir = roles_dir
         self.specs = {}
         self.defaults = {}
+        self._validators = {}
         for role in sorted(os.listdir(roles_dir)):
             specs_file = os.path.join(roles_dir, role, "meta", "argument_specs.yml")
             if not os.path.isfile(specs_file):
@@ -52,6 +53,13 @@ class Roles:
         self.known = set(PLAYBOOK_VARIABLES) | self.run_facts
         for options in self.specs.values():
             self.known |= set(options)
+
+    def validator(self, role, names):
+        """ansible-core's validator for these options of the role (built once: a fleet repeats the same names)."""
+        key = (role, names)
+        if key not in self._validators:
+            self._validators[key] = ArgumentSpecValidator(_without_defaults({n: self.specs[role][n] for n in names}))
+        return self._validators[key]
 
     def default(self, name):
         for defaults in self.defaults.values():
@@ -126,7 +134,7 @@ def spec_refusals(host, variables, roles, role_names):
         given = {name: variables[name] for name in options if name in variables and variables[name] is not None}
         if not given:
             continue
-        result = ArgumentSpecValidator(_without_defaults({n: options[n] for n in given})).validate(given)
+        result = roles.validator(role, tuple(sorted(given))).validate(given)
         for error in result.errors:
             message = str(error)
             for name in given:

@@ -4,6 +4,8 @@ Every key is named like the group_vars knob that feeds it, minus the `sglang_` p
 (`tp_size` comes from `sglang_tp_size`), so an error can name both.
 """
 
+import copy
+import functools
 import math
 import os
 
@@ -67,9 +69,15 @@ _DERIVED = {
 }
 
 
-def load_presets():
+@functools.lru_cache(maxsize=1)
+def _parsed_presets():
     with open(_PRESETS_FILE, encoding="utf-8") as handle:
         return yaml.safe_load(handle)
+
+
+def load_presets():
+    """The presets, parsed once per process (a fleet's check phase plans hundreds of hosts); a copy each call."""
+    return copy.deepcopy(_parsed_presets())
 
 
 def _where(key):

@@ -1,0 +1,73 @@
+"""The planner's spec for one host, from its sglang_* knobs and what is known of its server's nodes.
+
+The one derivation of the spec: the sglang role's plan.yml calls it (through the sglang_plan_spec filter) with
+the role's variables and what model.yml read on the host, and the check phase calls it for every host of a run
+at once, from the inventory, before anything connects. Spec keys are the knob names without `sglang_`, so the
+planner's errors name the knob to change (lib/sglang_kvplan/spec.py).
+"""
+
+import sglang_kvplan
+
+# Knobs whose value the spec takes as it is, under the knob's name less the prefix.
+KNOB_KEYS = ("model", "model_config", "weights_gib_per_gpu", "context_target", "tp_size", "pp_size", "dp_size",
+             "enable_dp_attention", "kv_cache_dtype", "page_size", "version", "pool_policy",
+             "max_running_requests", "preload_overhead_gib", "min_headroom_gib", "uncalibrated_margin",
+             "dist_init_port", "dist_timeout")
+# Every knob the spec reads (plan.yml passes exactly these; the check phase reads them from the inventory).
+KNOBS = tuple("sglang_" + key for key in KNOB_KEYS) + (
+    "sglang_checkpoint_gib", "sglang_speculative", "sglang_pool_rules", "sglang_gpu_memory_mib",
+    "sglang_calibration", "sglang_nodes", "sglang_dist_init_host")
+# Only the role uses these speculative keys (where the draft comes from), not the planner.
+_ROLE_ONLY_SPECULATIVE = ("draft_model_hf_repo", "draft_model_hf_revision")
+
+
+def node_inputs(node, knobs, facts):
+    """One node's {node, gpu_memory_mib, calibration}: its GPU facts over its knob, its stored calibration
+    over the inventory's (facts: nvidia_gpu and _sglang_calibration_in_use, when known)."""
+    gpu = (facts.get("nvidia_gpu") or {}).get("memory_mib_min")
+    calibration = facts.get("_sglang_calibration_in_use")
+    return {"node": node,
+            "gpu_memory_mib": gpu if gpu else knobs.get("sglang_gpu_memory_mib"),
+            "calibration": calibration if calibration is not None else (knobs.get("sglang_calibration") or {})}
+
+
+def dist_init_host(knobs, rank0_address):
+    """--dist-init-addr's host: the knob, else rank 0's address (its ansible_host, else its name)."""
+    return knobs.get("sglang_dist_init_host") or rank0_address
+
+
+def spec(host, knobs, per_node, rank0_address, measured=None):
+    """(spec, server inputs, node placement) for `host`.
+
+    knobs: this host's sglang_* values, defaults applied (KNOBS); per_node: node_inputs() of every node of its
+    server in rank order; rank0_address: rank 0's ansible_host (or name); measured: what was read on the host
+    (checkpoint_gib, draft_model_config, draft_checkpoint_gib), when it was."""
+    measured = measured or {}
+    node = sglang_kvplan.node_placement(knobs.get("sglang_nodes") or [], host, knobs.get("sglang_tp_size"),
+                                        knobs.get("sglang_pp_size"))
+    server = sglang_kvplan.server_inputs(per_node)
+    calibration = server["calibration"]
+    out = {key: knobs.get("sglang_" + key) for key in KNOB_KEYS}
+    checkpoint = knobs.get("sglang_checkpoint_gib")
+    speculative = knobs.get("sglang_speculative") or {}
+    out.update(
+        checkpoint_gib=checkpoint if checkpoint is not None else measured.get("checkpoint_gib"),
+        speculative=dict({k: v for k, v in speculative.items() if k not in _ROLE_ONLY_SPECULATIVE},
+                         draft_model_config=measured.get("draft_model_config"),
+                         draft_checkpoint_gib=measured.get("draft_checkpoint_gib"),
+                         draft_weights_gib=calibration.get("draft_weights_gib")) if speculative else None,
+        pool_rules=knobs.get("sglang_pool_rules") or None,
+        gpu_memory_mib=server["gpu_memory_mib"],
+        pre_load_avail_gib=calibration.get("pre_load_avail_gib"),
+        post_load_avail_gib=calibration.get("post_load_avail_gib"),
+        nnodes=node["nnodes"], node_rank=node["node_rank"],
+        dist_init_host=dist_init_host(knobs, rank0_address),
+        limiting_node=server["limiting_node"])
+    return out, server, node
+
+
+def plan(spec_, server):
+    """The planner's plan, with what the nodes' inputs say (they differ, one lacks a calibration) in its
+    assumptions."""
+    result = sglang_kvplan.plan(spec_)
+    return dict(result, assumptions=list(result["assumptions"]) + list(server["notes"]))
