@@ -282,8 +282,13 @@ def _extra_arg(knob, table, owners, item, what):
         return Refusal("makes %s print its help and exit" % what, "remove it", item)
     if kind == "option" and found in owners:
         spelled = "" if table.get(name) == found else " (%s reads it as %s)" % (what, _long_name(table, found))
-        return Refusal("sets %s%s, which %s" % (name, spelled, owners[found]), "remove it from %s" % knob, item)
+        shown = name + "=<hidden>" if found in SECRET_DESTS and "=" in item else item
+        return Refusal("sets %s%s, which %s" % (name, spelled, owners[found]), "remove it from %s" % knob, shown)
     return None
+
+
+# The dests whose value is a secret: an item `--api-key=X` is shown without X.
+SECRET_DESTS = {"api_key", "admin_api_key", "ssl_keyfile_password", "control_plane_api_keys"}
 
 
 def _long_name(table, dest):

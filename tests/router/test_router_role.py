@@ -64,7 +64,8 @@ def test_good_settings_pass(tmp_path):
     ({"w1": worker(30000, key="")}, {"sglang_router_workers": ["w1"]},
      ["neither sglang_router_admin_api_key nor the workers' sglang_api_key", "anyone's worker"]),
     (GOOD, {"sglang_router_workers": ["w1"], "sglang_router_extra_args": ["--api-key=leak-3", "--port", "1"]},
-     ["sglang_router_extra_args holds --api-key, --port"]),
+     ["sglang_router_extra_args holds '--api-key=<hidden>': it sets --api-key",
+      "sglang_router_extra_args holds '--port': it sets --port"]),
     ({"w1": worker(30000), "w1-alias": worker(30000)}, {"sglang_router_workers": ["w1", "w1-alias"]},
      ["each must appear once"]),
 ])
