@@ -39,7 +39,7 @@ def host_vars(**overrides):
     variables.update(overrides)
     variables["sglang_server_name"] = overrides.get("sglang_server_name", "ct200")
     variables["sglang_hf_token_file"] = overrides.get("sglang_hf_token_file",
-                                                      variables["sglang_home"] + "/.cache/huggingface/token")
+                                                      "%s/.cache/huggingface/token" % variables["sglang_home"])
     etc = "/etc/%s" % variables["sglang_service_name"]
     variables["_sglang_files"] = [
         {"dest": "/etc/systemd/system/%s.service" % variables["sglang_service_name"]},

@@ -9,6 +9,8 @@ import os
 import sys
 
 # Ansible loads filter plugins by path, not as a package: the checks live in lib/ and are put on the path here.
+# (This file is not named sglang_checks.py: with filter_plugins/ on sys.path, as tests/conftest.py puts it, that
+# name would hide the lib/sglang_checks package.)
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.realpath(__file__)), os.pardir, "lib"))
 
 from ansible.errors import AnsibleFilterError  # noqa: E402
