@@ -32,15 +32,14 @@ HF_REVISION = re.compile(r"^[A-Za-z0-9._/-]{1,255}$")
 HOSTNAME_LABEL = re.compile(r"^(?!-)[A-Za-z0-9-]{1,63}(?<!-)$")
 URL = re.compile(r"^https?://[A-Za-z0-9.\[\]:_-]+(:\d{1,5})?(/[A-Za-z0-9._~/%+-]*)?$")
 
-# Where no path of the roles may point: pseudo file systems, the system's own folders (the roles chown
-# and write what these paths name), /tmp (PrivateTmp=yes hides it from the service) and the home folders
-# (ProtectHome=yes hides them).
+# Where no path of the roles may point: pseudo file systems and the system's own folders (the roles create and
+# chown what these paths name, as the service user's), and the world-writable /tmp and /var/tmp (another local
+# user could plant a symlink there that the role's chown would follow; the units' PrivateTmp= hides them too).
 FORBIDDEN_ROOTS = ("/proc", "/sys", "/dev", "/run", "/boot", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32",
-                   "/etc", "/usr/bin", "/usr/sbin", "/usr/lib", "/usr/include", "/usr/share", "/tmp", "/var/tmp",
-                   "/home", "/root")
+                   "/etc", "/usr/bin", "/usr/sbin", "/usr/lib", "/usr/include", "/usr/share", "/tmp", "/var/tmp")
 # Folders that must not be a path of the roles themselves (they would be chowned to the service user).
 SYSTEM_DIRS = {"/", "/opt", "/srv", "/var", "/var/lib", "/var/cache", "/var/log", "/var/backups", "/var/spool",
-               "/usr", "/usr/local", "/mnt", "/media", "/data"}
+               "/usr", "/usr/local", "/mnt", "/media", "/data", "/home", "/root"}
 # The controller's report folder: not under these either (see report_dir()).
 CONTROLLER_FORBIDDEN = ("/proc", "/sys", "/dev", "/run", "/boot", "/bin", "/sbin", "/lib", "/lib32", "/lib64",
                         "/etc", "/usr", "/var/lib", "/var/log", "/var/spool")
@@ -100,7 +99,8 @@ def plain_path(value):
 
 def owned_path(value):
     """A path the roles create, chown to the service user or let the service read: not a system folder, not
-    under one (nor under /tmp or /home, which the unit's PrivateTmp=/ProtectHome= hide from the service)."""
+    under one, not under /tmp. (/home and /root are not refused, but the units' ProtectHome= hides them from the
+    service: it would fail to start, and the role's wait reports systemd's error.)"""
     path = plain_path(value)
     under = [root for root in FORBIDDEN_ROOTS if path == root or path.startswith(root + "/")]
     if under:

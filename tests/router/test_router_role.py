@@ -2,11 +2,13 @@
 
 import json
 import os
+import pathlib
 import re
 import shlex
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 
 import pytest
@@ -86,9 +88,18 @@ def exec_start(unit_text):
     return [arg.replace("$$", "$").replace("%%", "%") for arg in shlex.split(line)]
 
 
-def test_the_rendered_unit_runs_the_real_router_with_the_boot_list_and_the_keys(tmp_path, upstreams):
+@pytest.fixture()
+def outside_tmp():
+    """A folder outside /tmp, which the role refuses for its paths (world-writable; PrivateTmp= hides it)."""
+    os.makedirs(os.path.join(REPO, ".cache"), exist_ok=True)
+    path = tempfile.mkdtemp(prefix="router-role-", dir=os.path.join(REPO, ".cache"))
+    yield pathlib.Path(path)
+    shutil.rmtree(path)
+
+
+def test_the_rendered_unit_runs_the_real_router_with_the_boot_list_and_the_keys(tmp_path, outside_tmp, upstreams):
     a, b = upstreams(2, key="worker-key-1")
-    etc, opt = tmp_path / "etc", tmp_path / "opt"
+    etc, opt = tmp_path / "etc", outside_tmp / "opt"
     etc.mkdir()
     opt.mkdir()
     port = free_port()

@@ -166,7 +166,7 @@ def test_a_secret_that_is_not_one_word_is_refused_without_showing_it(knob, value
 PATH_KNOBS = ["sglang_home", "sglang_venv", "sglang_model_path", "sglang_backup_dir", "sglang_router_home",
               "sglang_router_venv"]
 BAD_PATHS = ["relative/path", "/srv/../etc/x", "/srv/./x", "/srv//x", "/", "/etc", "/etc/sglang", "/usr/lib/x",
-             "/proc/self", "/tmp/x", "/home/user/x", "/root/x", "/var/lib", "/opt", "/srv/my models", "/srv/%h",
+             "/proc/self", "/tmp/x", "/var/tmp/x", "/home", "/var/lib", "/opt", "/srv/my models", "/srv/%h",
              "/srv/$HOME", '/srv/a"b', "/srv/a\\b", "", 42, None, ["/srv/x"]]
 
 
