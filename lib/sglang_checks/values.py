@@ -401,6 +401,8 @@ def _checks(variables):
         "sglang_preload_overhead_gib": lambda v: real(v, 0, 16 * 1024),
         "sglang_min_headroom_gib": lambda v: real(v, 0, 16 * 1024),
         "sglang_uncalibrated_margin": lambda v: real(v, 0, 1),
+        "sglang_serial": serial, "sglang_calibration": calibration, "sglang_measured_boots": measured_boots,
+        "sglang_nodes": nodes,
         "sglang_router_admin_api_key": secret,
         "sglang_router_venv": owned_path, "sglang_router_home": owned_path,
         "sglang_router_user": _user,
@@ -415,6 +417,70 @@ def _checks(variables):
             ("worker_startup_timeout_s", 1), ("shutdown_grace_period_s", 0), ("ready_timeout", 1),
             ("restart_sec", 0))},
     }
+
+
+# Knobs whose strings are data, not settings: the checkpoint's config.json as a mapping.
+FREE_FORM = {"sglang_model_config"}
+
+
+def _no_control_anywhere(value, depth=0):
+    """No control character in any string of a value, however nested (a list of mappings included)."""
+    if isinstance(value, str):
+        _text(value)
+    elif isinstance(value, Mapping) and depth < 8:
+        for key, item in value.items():
+            _no_control_anywhere(key, depth + 1)
+            _no_control_anywhere(item, depth + 1)
+    elif isinstance(value, list | tuple) and depth < 8:
+        for item in value:
+            _no_control_anywhere(item, depth + 1)
+
+
+def serial(value):
+    """site.yml's batch size (`serial:`): a whole number, a percentage, or a list of those (0: all at once)."""
+    items = value if isinstance(value, list) else [value]
+    for item in items:
+        if isinstance(item, str) and re.match(r"^\d{1,3}%$", item):
+            continue
+        integer(item, 0, 100_000)
+
+
+def calibration(value):
+    """{pre_load_avail_gib, post_load_avail_gib}: GiB as SGLang logs them (finite, 0 to 16 TiB); the keys are
+    checked by tasks/assert.yml."""
+    if not isinstance(value, Mapping):
+        raise Refusal("is not a mapping", "give {pre_load_avail_gib: 85.3, post_load_avail_gib: 19.4} or {}")
+    for key, item in value.items():
+        try:
+            real(item, 0, 16 * 1024)
+        except Refusal as refusal:
+            raise Refusal("has %s %s, which %s" % (key, show(item), refusal.problem), refusal.fix) from None
+
+
+def measured_boots(value):
+    """[{mem_fraction_static, pool_tokens[, setup]}]: boots measured by hand, drawn on the plan's picture
+    (lib/sglang_report/picture.py; `setup`, the planner keys the boot ran under, e.g. {pool_rules: "0.5.9"})."""
+    if not isinstance(value, list):
+        raise Refusal("is not a list", "give [{mem_fraction_static: 0.85, pool_tokens: 101134}, ...] or []")
+    for boot in value:
+        keys = sorted(boot) if isinstance(boot, Mapping) else None
+        if keys not in (["mem_fraction_static", "pool_tokens"], ["mem_fraction_static", "pool_tokens", "setup"]) \
+                or not isinstance(boot.get("setup", {}), Mapping):
+            raise Refusal("holds %s, not {mem_fraction_static, pool_tokens[, setup: {...}]}" % show(boot),
+                          "give each boot as {mem_fraction_static: 0.85, pool_tokens: 101134}")
+        try:
+            real(boot["mem_fraction_static"], 0.01, 1)
+            integer(boot["pool_tokens"], 0, 100_000_000)
+        except Refusal as refusal:
+            raise Refusal("holds %s, which %s" % (show(boot), refusal.problem), refusal.fix) from None
+
+
+def nodes(value):
+    """sglang_nodes: inventory names in rank order."""
+    if not isinstance(value, list) or not all(isinstance(item, str) and item for item in value):
+        raise Refusal("is not a list of inventory names", "give [ct400-a, ct400-b] (rank order) or []")
+    for item in value:
+        _text(item)
 
 
 def _user(value):
@@ -453,8 +519,8 @@ def refusals(host: str, variables: Mapping) -> list[str]:
         try:
             if check is not None:
                 check(value)
-            elif isinstance(value, str):
-                _text(value)  # any other knob: no line break or NUL either (it reaches a file or argv)
+            elif knob not in FREE_FORM:
+                _no_control_anywhere(value)  # any other knob: no line break or NUL either (it reaches a file or argv)
         except Refusal as refusal:
             found.append(_sentence(host, knob, value, refusal))
         except Refusals as many:

@@ -375,3 +375,28 @@ def test_accepted_hostile_looking_values_render_a_unit_systemd_verifies(override
     argv = exec_start_argv(files["unit"])
     assert argv[argv.index("--model-path") + 1] == overrides.get("sglang_model_path", DEFAULTS["sglang_model_path"])
     _verified(files["unit"], tmp_path)
+
+
+# --- structured knobs: the calibration, hand-measured boots, the batch size, nested strings ---
+
+@pytest.mark.parametrize("knob, value, words", [
+    ("sglang_calibration", {"pre_load_avail_gib": math.inf, "post_load_avail_gib": 19.4}, "finite number"),
+    ("sglang_calibration", {"pre_load_avail_gib": "85.3 GiB", "post_load_avail_gib": 19.4}, "finite number"),
+    ("sglang_calibration", [85.3, 19.4], "not a mapping"),
+    ("sglang_measured_boots", [{"mem_fraction_static": 0.85}], "not {mem_fraction_static, pool_tokens"),
+    ("sglang_measured_boots", [{"mem_fraction_static": 1e30, "pool_tokens": 1}], "finite number"),
+    ("sglang_measured_boots", [{"mem_fraction_static": 0.85, "pool_tokens": math.inf}], "whole number"),
+    ("sglang_measured_boots", {"f": 0.85}, "not a list"),
+    ("sglang_serial", "abc", "whole number"), ("sglang_serial", [1, "x%"], "whole number"),
+    ("sglang_nodes", "ct400-a", "not a list"), ("sglang_nodes", ["ct400-a\nx"], "control character"),
+    ("sglang_kernel_wheels", [{"src": "/w/k.whl\n--index-url http://evil"}], "control character"),
+])
+def test_structured_knobs_are_checked_inside(knob, value, words):
+    assert words in sentence_for(knob, refused(**{knob: value}))
+
+
+def test_structured_knobs_accept_what_the_inventory_gives():
+    assert refused(sglang_calibration={"pre_load_avail_gib": 85.334, "post_load_avail_gib": 19.419},
+                   sglang_measured_boots=[{"mem_fraction_static": 0.85, "pool_tokens": 101134}],
+                   sglang_serial="50%", sglang_nodes=["ct400-a", "ct400-b"],
+                   sglang_model_config={"chat_template": "{% for m in messages %}\n{{ m }}{% endfor %}"}) == []
