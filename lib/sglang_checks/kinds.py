@@ -9,7 +9,7 @@ import re
 # Characters a path may hold: the unit's settings (WorkingDirectory=, ReadWritePaths=, Environment=) give
 # whitespace, quotes, backslashes and `%` (specifiers) a meaning, and ReadWritePaths= splits on spaces.
 PATH_CHARS = re.compile(r"^/[A-Za-z0-9._+@,:=~/-]*$")
-HOSTNAME_LABEL = re.compile(r"^(?!-)[A-Za-z0-9-]{1,63}(?<!-)$")
+HOSTNAME_LABEL = re.compile(r"^(?!-)[A-Za-z0-9_-]{1,63}(?<!-)$")  # _ too: container and /etc/hosts names
 
 # Where no path of the roles may point: pseudo file systems and the system's own folders (the roles create and
 # chown what these paths name, as the service user's), and the world-writable /tmp and /var/tmp (another local

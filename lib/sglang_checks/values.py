@@ -10,10 +10,13 @@ controller-side check phase and the unit tests call the same code. docs/security
 The kinds of check are in kinds.py, extra launch arguments in extra_args.py.
 """
 
+import functools
 import os
 import re
 from collections.abc import Mapping
 from typing import Any
+
+import yaml
 
 from sglang_checks import extra_args, flags
 from sglang_checks.kinds import (
@@ -184,6 +187,18 @@ def _checks(variables):
 
 # Knobs whose strings are data, not settings: the checkpoint's config.json as a mapping.
 FREE_FORM = {"sglang_model_config"}
+ROLES = os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, os.pardir, "roles")
+
+
+@functools.cache
+def declared_knobs():
+    """The knobs the two roles declare (meta/argument_specs.yml): the generic check reads only those, not the facts a
+    run sets under sglang_* names (the plan, the boot, the proof), whose text may hold anything."""
+    knobs = set()
+    for role in ("sglang", "sglang_router"):
+        with open(os.path.join(ROLES, role, "meta", "argument_specs.yml"), encoding="utf-8") as handle:
+            knobs.update(yaml.safe_load(handle)["argument_specs"]["main"]["options"])
+    return frozenset(knobs)
 
 
 def _no_control_anywhere(value, depth=0):
@@ -282,7 +297,7 @@ def refusals(host: str, variables: Mapping[str, Any]) -> list[str]:
         try:
             if check is not None:
                 check(value)
-            elif knob not in FREE_FORM:
+            elif knob in declared_knobs() and knob not in FREE_FORM:
                 _no_control_anywhere(value)  # any other knob: no line break or NUL either (it reaches a file or argv)
         except Refusal as refusal:
             found.append(_sentence(host, knob, value, refusal))

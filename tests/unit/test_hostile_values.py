@@ -240,7 +240,7 @@ def test_names_and_urls_are_refused_with_an_example(knob, value):
 # --- hosts and ports ---
 
 @pytest.mark.parametrize("value", ["127.0.0.1", "0.0.0.0", "::", "::1", "fe80::1", "10.0.0.1", "gpu1.example.net",
-                                   "ct200"])
+                                   "ct200", "ct200_sim"])
 def test_an_address_or_host_name_passes(value):
     assert refused(sglang_host=value, sglang_api_key="k-1") == []
 
@@ -400,3 +400,8 @@ def test_structured_knobs_accept_what_the_inventory_gives():
                    sglang_measured_boots=[{"mem_fraction_static": 0.85, "pool_tokens": 101134}],
                    sglang_serial="50%", sglang_nodes=["ct400-a", "ct400-b"],
                    sglang_model_config={"chat_template": "{% for m in messages %}\n{{ m }}{% endfor %}"}) == []
+
+
+def test_facts_a_run_sets_under_sglang_names_are_not_knobs():
+    # hostvars carry the plan, the boot and the proof once a run set them; their text is not a setting.
+    assert refused(sglang_kv_plan_result={"explanation": "line one\nline two"}, sglang_smoke={"answer": "x\ny"}) == []
