@@ -405,3 +405,45 @@ def test_structured_knobs_accept_what_the_inventory_gives():
 def test_facts_a_run_sets_under_sglang_names_are_not_knobs():
     # hostvars carry the plan, the boot and the proof once a run set them; their text is not a setting.
     assert refused(sglang_kv_plan_result={"explanation": "line one\nline two"}, sglang_smoke={"answer": "x\ny"}) == []
+
+
+# --- extra arguments: no option the role or the plan owns, in any spelling argparse accepts ---
+
+OWNED = [("--host", "sglang_host"), ("--hos", "sglang_host"), ("--host=0.0.0.0", "sglang_host"),
+         ("--api-key", "sglang_api_key"), ("--api-ke=sk-x", "sglang_api_key"), ("--tp-size", "sglang_tp_size"),
+         ("--tp", "sglang_tp_size"), ("--tensor-parallel-size", "sglang_tp_size"), ("--port", "sglang_port"),
+         ("--model", "sglang_model_path"), ("--served-model", "sglang_served_model_name"),
+         ("--max-total-tokens", "the plan"), ("--max-total", "the plan"), ("--mem-fraction-static", "the plan"),
+         ("--context-length", "sglang_context_target"), ("--kv-cache-dtype", "sglang_kv_cache_dtype"),
+         ("--speculative-draft-model", "sglang_speculative.draft_model_path"), ("--nnodes", "sglang_nodes"),
+         ("--nccl-init-addr", "sglang_dist_init_host"), ("--config", "its --config file"),
+         ("--admin-api-key=x", "every local user reads argv"), ("--dp-size", "sglang_dp_size")]
+
+
+@pytest.mark.parametrize("version", ["0.5.9", "0.5.23"])
+@pytest.mark.parametrize("arg, owner", OWNED, ids=[arg for arg, _ in OWNED])
+def test_an_extra_argument_that_reaches_an_owned_option_names_its_owner(version, arg, owner):
+    line = sentence_for("sglang_extra_args", refused(sglang_version=version, sglang_extra_args=[arg, "1"]))
+    assert owner in line and "remove it from sglang_extra_args" in line, line
+    assert "sk-x" not in line and "=x'" not in line  # a key given with = is not shown
+
+
+@pytest.mark.parametrize("args, words", [(["--cont"], "ambiguous"), (["--"], "takes nothing"),
+                                         (["--host 0.0.0.0"], "in one item"), (["--hel"], "print its help")])
+def test_extra_arguments_argparse_would_refuse_or_misread_are_refused(args, words):
+    assert words in sentence_for("sglang_extra_args", refused(sglang_extra_args=args))
+
+
+@pytest.mark.parametrize("args", [["--enable-metrics"], ["--trust-remote-code"], ["--log-requests"],
+                                  ["--chunked-prefill-size", "8192"], ["--tool-call-parser", "kimi_k2"]])
+def test_extra_arguments_the_role_does_not_own_pass(args):
+    assert refused(sglang_extra_args=args) == []
+
+
+@pytest.mark.parametrize("arg, owner", [("--hos", "sglang_router_host"), ("--port=1", "sglang_router_port"),
+                                        ("--worker-urls", "sglang_router_workers"), ("--api", "sglang_api_key"),
+                                        ("--control-plane-api-keys=a:b:admin:k", "sglang_router_admin_api_key"),
+                                        ("--policy", "sglang_router_policy")])
+def test_a_router_extra_argument_that_reaches_an_owned_option_names_its_owner(arg, owner):
+    line = sentence_for("sglang_router_extra_args", refused(sglang_router_extra_args=[arg]))
+    assert owner in line and ":k'" not in line, line
