@@ -2,11 +2,13 @@
 
 import json
 import os
+import pathlib
 import re
 import shlex
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 
 import pytest
@@ -64,7 +66,8 @@ def test_good_settings_pass(tmp_path):
     ({"w1": worker(30000, key="")}, {"sglang_router_workers": ["w1"]},
      ["neither sglang_router_admin_api_key nor the workers' sglang_api_key", "anyone's worker"]),
     (GOOD, {"sglang_router_workers": ["w1"], "sglang_router_extra_args": ["--api-key=leak-3", "--port", "1"]},
-     ["sglang_router_extra_args holds --api-key, --port"]),
+     ["sglang_router_extra_args holds '--api-key=<hidden>': it sets --api-key",
+      "sglang_router_extra_args holds '--port': it sets --port"]),
     ({"w1": worker(30000), "w1-alias": worker(30000)}, {"sglang_router_workers": ["w1", "w1-alias"]},
      ["each must appear once"]),
 ])
@@ -85,9 +88,18 @@ def exec_start(unit_text):
     return [arg.replace("$$", "$").replace("%%", "%") for arg in shlex.split(line)]
 
 
-def test_the_rendered_unit_runs_the_real_router_with_the_boot_list_and_the_keys(tmp_path, upstreams):
+@pytest.fixture()
+def outside_tmp():
+    """A folder outside /tmp, which the role refuses for its paths (world-writable; PrivateTmp= hides it)."""
+    os.makedirs(os.path.join(REPO, ".cache"), exist_ok=True)
+    path = tempfile.mkdtemp(prefix="router-role-", dir=os.path.join(REPO, ".cache"))
+    yield pathlib.Path(path)
+    shutil.rmtree(path)
+
+
+def test_the_rendered_unit_runs_the_real_router_with_the_boot_list_and_the_keys(tmp_path, outside_tmp, upstreams):
     a, b = upstreams(2, key="worker-key-1")
-    etc, opt = tmp_path / "etc", tmp_path / "opt"
+    etc, opt = tmp_path / "etc", outside_tmp / "opt"
     etc.mkdir()
     opt.mkdir()
     port = free_port()

@@ -363,7 +363,7 @@ def test_download_yml_prints_one_line_per_try_then_changes_nothing(slow_hub, tmp
     assert text.count("poll: 30\n") == 1
     role = tmp_path / "roles" / "sglang"
     (role / "tasks").mkdir(parents=True)
-    for sub in ("defaults", "meta"):
+    for sub in ("defaults", "meta", "vars"):
         (role / sub).symlink_to(REPO_ROOT / "roles/sglang" / sub)
     (role / "tasks" / "download.yml").write_text(text.replace("poll: 30\n", "poll: 1\n"))
     monkeypatch.setenv("ANSIBLE_ROLES_PATH", str(tmp_path / "roles"))

@@ -12,6 +12,7 @@ the others over TCP at the rendezvous, sizes the pool from the least-free rank o
 the others only SGLang's dummy health endpoints. See sglang/_double_nodes.py.
 """
 
+import logging
 import os
 import sys
 import threading
@@ -160,6 +161,21 @@ def _refuse(error):
     return 1
 
 
+def _log_server_args(args, release):
+    """The start-up line the launching process logs at INFO once check_server_args passed, api_key in clear, to
+    stderr with configure_logger's format: 0.5.23 entrypoints/engine.py:1185 `logger.info(f"server_args=
+    {_server_args_for_logging(server_args)}")` (a dict of the resolved fields; only watermark secrets redacted),
+    0.5.9 entrypoints/engine.py:1031 `logger.info(f"{server_args=}")` (the dataclass's repr)."""
+    logging.basicConfig(level=logging.INFO, format="[%(asctime)s] %(message)s", datefmt="%Y-%m-%d %H:%M:%S",
+                        force=True)
+    fields = {name: value for name, value in sorted(vars(args).items()) if not name.startswith("_")}
+    logger = logging.getLogger("sglang.srt.entrypoints.engine")
+    if release == "0.5.9":
+        logger.info(f"server_args=ServerArgs({', '.join('%s=%r' % item for item in fields.items())})")
+    else:
+        logger.info(f"server_args={fields}")
+
+
 def _crash_later(seconds, rank=0):
     def crash():
         _fail(BootError("RuntimeError", "CUDA error: an illegal memory access was encountered\nCUDA kernel "
@@ -183,6 +199,7 @@ def main(argv=None):
         check_launch(args, sim.release(gpu))
     except BootError as error:
         return _refuse(error)
+    _log_server_args(args, sim.release(gpu))
     cluster = Cluster(args) if args.nnodes > 1 else None
     first_rank = cluster.ranks[0] if cluster else 0
     try:

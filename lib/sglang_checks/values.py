@@ -1,0 +1,313 @@
+"""Refuse, before anything changes, every inventory value that would inject into, escape from, or break a file
+the roles write: the unit, the env file, SGLang's --config file, argv, a path, a URL.
+
+    refusals(host, variables) -> [one sentence per bad value]
+
+`variables` are one host's variables after the roles' defaults (sglang_*, sglang_router_*), as hostvars give
+them; a knob that is absent is not checked (its default applies). Each sentence names the host, the variable,
+the value (a secret's only by its type and length) and the fix. Plain Python: no Ansible import, so the
+controller-side check phase and the unit tests call the same code. docs/security.md lists what is checked.
+The kinds of check are in kinds.py, extra launch arguments in extra_args.py.
+"""
+
+import functools
+import os
+import re
+from collections.abc import Mapping
+from typing import Any
+
+import yaml
+
+from sglang_checks import extra_args, flags
+from sglang_checks.kinds import (
+    SYSTEM_DIRS,
+    Refusal,
+    Refusals,
+    host_address,
+    integer,
+    optional,
+    owned_path,
+    pattern,
+    plain_path,
+    port,
+    real,
+    secret,
+    show,
+    text,
+)
+
+# A systemd unit name without its suffix (no `@`: that would be a template), an interface list for NCCL.
+UNIT_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+USER_NAME = re.compile(r"^[a-z_][a-z0-9_-]{0,31}$")
+SERVER_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+SERVED_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:/@+-]{0,255}$")
+ENV_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+IFNAME = re.compile(r"^[A-Za-z0-9_.:^=,-]{1,255}$")
+HF_REPO = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*(/[A-Za-z0-9][A-Za-z0-9._-]*)?$")
+HF_REVISION = re.compile(r"^[A-Za-z0-9._/-]{1,255}$")
+URL = re.compile(r"^https?://[A-Za-z0-9.\[\]:_-]+(:\d{1,5})?(/[A-Za-z0-9._~/%+-]*)?$")
+
+# The controller's report folder: not under these either (see report_dir()).
+CONTROLLER_FORBIDDEN = ("/proc", "/sys", "/dev", "/run", "/boot", "/bin", "/sbin", "/lib", "/lib32", "/lib64",
+                        "/etc", "/usr", "/var/lib", "/var/log", "/var/spool")
+
+
+
+
+def environment(value):
+    """The env file's variables: names as a shell writes them, values without a line break (systemd's
+    EnvironmentFile= reads one variable per line; the template quotes each value)."""
+    if not isinstance(value, Mapping):
+        raise Refusal("is not a mapping", "give {NAME: value, ...}")
+    for name, item in value.items():
+        if not isinstance(name, str) or not ENV_KEY.match(name):
+            raise Refusal("has the variable name %r, which systemd's env file cannot hold" % (name,),
+                          "use letters, digits and _ (not first a digit)")
+        owner = ENV_OWNERS.get(name)
+        if owner:
+            raise Refusal("sets %s, which the role sets from %s" % (name, owner), "set %s instead" % owner)
+        if isinstance(item, Mapping | list | tuple) or item is None:
+            raise Refusal("gives %s a %s" % (name, type(item).__name__), "give %s a string or a number" % name)
+        if isinstance(item, str) and any(ord(char) < 32 and char != "\t" or ord(char) == 127 for char in item):
+            raise Refusal("gives %s a value with a line break or control character (it would add a line to the"
+                          " env file)" % name, "remove it")
+
+
+ENV_OWNERS = {"HOME": "sglang_home", "NCCL_SOCKET_IFNAME": "sglang_nccl_socket_ifname",
+              "GLOO_SOCKET_IFNAME": "sglang_gloo_socket_ifname"}
+
+
+def speculative(value):
+    if not isinstance(value, Mapping):
+        raise Refusal("is not a mapping", "give {} (off) or {algorithm: ..., draft_model_path: ...}")
+    for key, check in (("draft_model_path", owned_path), ("draft_model_hf_repo", optional(HF_REPO_CHECK)),
+                       ("draft_model_hf_revision", optional(HF_REVISION_CHECK)),
+                       ("num_steps", lambda v: integer(v, 1, 64, none_ok=True)),
+                       ("eagle_topk", lambda v: integer(v, 1, 64, none_ok=True)),
+                       ("num_draft_tokens", lambda v: integer(v, 1, 1024, none_ok=True)),
+                       ("algorithm", optional(pattern(re.compile(r"^[A-Za-z0-9_]{1,32}$"), "an algorithm name",
+                                                        "DFLASH or EAGLE3")))):
+        if key in value and value[key] not in (None, ""):
+            try:
+                check(value[key])
+            except Refusal as refusal:
+                raise Refusal("has %s %s, which %s" % (key, show(value[key]), refusal.problem), refusal.fix) from None
+
+
+def report_dir(value):
+    """The controller's report folder. Empty: the repository's reports/. Otherwise an absolute path (a relative
+    one would depend on where ansible-playbook runs) outside the system's folders, whose nearest existing folder
+    the operator who runs Ansible owns: the report task creates it with that operator's rights."""
+    if value in ("", None):
+        return
+    path = plain_path(value)
+    under = [root for root in CONTROLLER_FORBIDDEN if path == root or path.startswith(root + "/")]
+    if under or path in SYSTEM_DIRS:
+        raise Refusal("is under %s, a system folder" % (under[0] if under else path),
+                      "leave it empty (the repository's reports/) or give a folder of yours, e.g. ~/sglang-reports")
+    existing = path
+    while not os.path.exists(existing):
+        existing = os.path.dirname(existing)
+    if os.stat(existing).st_uid != os.getuid():
+        raise Refusal("is in %s, which the user running Ansible does not own" % existing,
+                      "leave it empty (the repository's reports/) or give a folder you own")
+
+
+HF_REPO_CHECK = pattern(HF_REPO, "a Hub repository name", "org/model")
+HF_REVISION_CHECK = pattern(HF_REVISION, "a Hub revision (branch, tag or commit)", "main")
+
+SECRETS = {"sglang_api_key", "sglang_hf_token", "sglang_router_admin_api_key"}
+
+
+def _checks(variables):
+    """{knob: check(value)}; a check raises Refusal. sglang_extra_args needs the release's option table."""
+    version = variables.get("sglang_version") or "0.5.23"
+    sglang_table = flags.sglang_table(version)
+    return {
+        "sglang_home": owned_path, "sglang_venv": owned_path, "sglang_model_path": owned_path,
+        "sglang_backup_dir": owned_path, "sglang_cuda_home": plain_path,
+        "sglang_hf_token_file": _token_file(variables),
+        "sglang_report_dir": report_dir,
+        "sglang_server_name": pattern(SERVER_NAME, "a name of letters, digits, . _ - (no / or ..)", "ct200"),
+        "sglang_service_name": pattern(UNIT_NAME, "a unit name of letters, digits, . _ -", "sglang"),
+        "sglang_user": _user,
+        "sglang_served_model_name": optional(pattern(SERVED_NAME, "a model name of letters, digits, . _ : / @ + -",
+                                                      "kimi-k2.6")),
+        "sglang_host": host_address, "sglang_dist_init_host": lambda v: host_address(v, empty_ok=True),
+        "sglang_port": port, "sglang_dist_init_port": port,
+        "sglang_api_key": secret, "sglang_hf_token": secret,
+        "sglang_environment": environment,
+        "sglang_extra_args": lambda v: extra_args.check("sglang_extra_args", sglang_table, extra_args.SGLANG_OWNERS,
+                                                        v, "SGLang %s's parser" % version),
+        "sglang_speculative": speculative,
+        "sglang_nccl_socket_ifname": optional(pattern(IFNAME, "an interface list", "eth0 or ^lo,docker")),
+        "sglang_gloo_socket_ifname": optional(pattern(IFNAME, "an interface list", "eth0")),
+        "sglang_model_hf_repo": optional(HF_REPO_CHECK),
+        "sglang_model_hf_revision": HF_REVISION_CHECK,
+        "sglang_hf_endpoint": optional(pattern(URL, "an http(s) URL", "https://hf-mirror.example.net")),
+        "sglang_context_target": lambda v: integer(v, 1, 100_000_000),
+        "sglang_tp_size": lambda v: integer(v, 1, 4096), "sglang_pp_size": lambda v: integer(v, 1, 4096),
+        "sglang_dp_size": lambda v: integer(v, 1, 4096), "sglang_page_size": lambda v: integer(v, 1, 4096),
+        "sglang_max_running_requests": lambda v: integer(v, 1, 1_000_000, none_ok=True),
+        "sglang_dist_timeout": lambda v: integer(v, 1, 86_400),
+        "sglang_ready_timeout": lambda v: integer(v, 1, 86_400 * 7),
+        "sglang_drain_timeout": lambda v: integer(v, 0, 86_400),
+        "sglang_backup_keep": lambda v: integer(v, 1, 1000),
+        "sglang_restart_sec": lambda v: integer(v, 0, 86_400),
+        "sglang_start_limit_burst": lambda v: integer(v, 1, 1000),
+        "sglang_start_limit_interval_s": lambda v: integer(v, 0, 86_400 * 7),
+        "sglang_smoke_timeout": lambda v: integer(v, 1, 86_400),
+        "sglang_smoke_min_pool_tokens": lambda v: integer(v, 1, 100_000_000, none_ok=True),
+        "sglang_smoke_context_target": lambda v: integer(v, 1, 100_000_000, none_ok=True),
+        "sglang_smoke_prompt_tokens": lambda v: None if v in ("target", "full") else integer(v, 1, 100_000_000),
+        "sglang_gpu_memory_mib": lambda v: real(v, 1, 16 * 1024 * 1024, none_ok=True),
+        "sglang_checkpoint_gib": lambda v: real(v, 0, 1024 * 1024, none_ok=True),
+        "sglang_weights_gib_per_gpu": lambda v: real(v, 0, 16 * 1024, none_ok=True),
+        "sglang_preload_overhead_gib": lambda v: real(v, 0, 16 * 1024),
+        "sglang_min_headroom_gib": lambda v: real(v, 0, 16 * 1024),
+        "sglang_uncalibrated_margin": lambda v: real(v, 0, 1),
+        "sglang_serial": serial, "sglang_calibration": calibration, "sglang_measured_boots": measured_boots,
+        "sglang_nodes": nodes,
+        "sglang_router_admin_api_key": secret,
+        "sglang_router_venv": owned_path, "sglang_router_home": owned_path,
+        "sglang_router_user": _user,
+        "sglang_router_service_name": pattern(UNIT_NAME, "a unit name of letters, digits, . _ -", "sglang-router"),
+        "sglang_router_host": host_address, "sglang_router_prometheus_host": host_address,
+        "sglang_router_port": port, "sglang_router_prometheus_port": port,
+        "sglang_router_extra_args": lambda v: extra_args.check("sglang_router_extra_args", flags.router_table(),
+                                                               extra_args.ROUTER_OWNERS, v,
+                                                               "sglang-router 0.3.2's parser"),
+        **{"sglang_router_%s" % name: (lambda v, low=low: integer(v, low, 86_400 * 7)) for name, low in (
+            ("health_check_interval_s", 1), ("health_check_timeout_s", 1), ("health_failure_threshold", 1),
+            ("health_success_threshold", 1), ("request_timeout_s", 1), ("retry_max_retries", 0),
+            ("worker_startup_timeout_s", 1), ("shutdown_grace_period_s", 0), ("ready_timeout", 1),
+            ("restart_sec", 0))},
+    }
+
+
+# Knobs whose strings are data, not settings: the checkpoint's config.json as a mapping.
+FREE_FORM = {"sglang_model_config"}
+ROLES = os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, os.pardir, "roles")
+
+
+@functools.cache
+def declared_knobs():
+    """The knobs the two roles declare (meta/argument_specs.yml): the generic check reads only those, not the facts a
+    run sets under sglang_* names (the plan, the boot, the proof), whose text may hold anything."""
+    knobs = set()
+    for role in ("sglang", "sglang_router"):
+        with open(os.path.join(ROLES, role, "meta", "argument_specs.yml"), encoding="utf-8") as handle:
+            knobs.update(yaml.safe_load(handle)["argument_specs"]["main"]["options"])
+    return frozenset(knobs)
+
+
+def _no_control_anywhere(value, depth=0):
+    """No control character in any string of a value, however nested (a list of mappings included)."""
+    if isinstance(value, str):
+        text(value)
+    elif isinstance(value, Mapping) and depth < 8:
+        for key, item in value.items():
+            _no_control_anywhere(key, depth + 1)
+            _no_control_anywhere(item, depth + 1)
+    elif isinstance(value, list | tuple) and depth < 8:
+        for item in value:
+            _no_control_anywhere(item, depth + 1)
+
+
+def serial(value):
+    """site.yml's batch size (`serial:`): a whole number, a percentage, or a list of those (0: all at once)."""
+    items = value if isinstance(value, list) else [value]
+    for item in items:
+        if isinstance(item, str) and re.match(r"^\d{1,3}%$", item):
+            continue
+        integer(item, 0, 100_000)
+
+
+def calibration(value):
+    """{pre_load_avail_gib, post_load_avail_gib}: GiB as SGLang logs them (finite, 0 to 16 TiB); the keys are
+    checked by tasks/assert.yml."""
+    if not isinstance(value, Mapping):
+        raise Refusal("is not a mapping", "give {pre_load_avail_gib: 85.3, post_load_avail_gib: 19.4} or {}")
+    for key, item in value.items():
+        try:
+            real(item, 0, 16 * 1024)
+        except Refusal as refusal:
+            raise Refusal("has %s %s, which %s" % (key, show(item), refusal.problem), refusal.fix) from None
+
+
+def measured_boots(value):
+    """[{mem_fraction_static, pool_tokens[, setup]}]: boots measured by hand, drawn on the plan's picture
+    (lib/sglang_report/picture.py; `setup`, the planner keys the boot ran under, e.g. {pool_rules: "0.5.9"})."""
+    if not isinstance(value, list):
+        raise Refusal("is not a list", "give [{mem_fraction_static: 0.85, pool_tokens: 101134}, ...] or []")
+    for boot in value:
+        keys = sorted(boot) if isinstance(boot, Mapping) else None
+        if keys not in (["mem_fraction_static", "pool_tokens"], ["mem_fraction_static", "pool_tokens", "setup"]) \
+                or not isinstance(boot.get("setup", {}), Mapping):
+            raise Refusal("holds %s, not {mem_fraction_static, pool_tokens[, setup: {...}]}" % show(boot),
+                          "give each boot as {mem_fraction_static: 0.85, pool_tokens: 101134}")
+        try:
+            real(boot["mem_fraction_static"], 0.01, 1)
+            integer(boot["pool_tokens"], 0, 100_000_000)
+        except Refusal as refusal:
+            raise Refusal("holds %s, which %s" % (show(boot), refusal.problem), refusal.fix) from None
+
+
+def nodes(value):
+    """sglang_nodes: inventory names in rank order."""
+    if not isinstance(value, list) or not all(isinstance(item, str) and item for item in value):
+        raise Refusal("is not a list of inventory names", "give [ct400-a, ct400-b] (rank order) or []")
+    for item in value:
+        text(item)
+
+
+def _user(value):
+    pattern(USER_NAME, "a user name (lower case letters, digits, _ -)", "sglang")(value)
+    if value == "root":
+        raise Refusal("is root, but the service runs unprivileged (its unit drops every capability)",
+                      "use a user of its own, e.g. sglang")
+
+
+def _token_file(variables):
+    def check(value):
+        path = plain_path(value)
+        home, folder = variables.get("sglang_home"), os.path.dirname(path)
+        if isinstance(home, str) and path.startswith(home.rstrip("/") + "/"):
+            return  # download.yml creates the folders below sglang_home, the service user's
+        if folder == "/etc/%s" % variables.get("sglang_service_name", "sglang"):
+            return  # the service's own folder under /etc (root:<user> 0750), which the role creates
+        try:
+            owned_path(folder)
+        except Refusal as refusal:
+            raise Refusal("is in %s, which %s" % (folder, refusal.problem),
+                          "put it under sglang_home (the default), in /etc/<sglang_service_name>/, or in a folder of "
+                          "its own that exists") from None
+    return check
+
+
+def refusals(host: str, variables: Mapping[str, Any]) -> list[str]:
+    """One sentence per bad value of `host`'s `variables` (empty when all are fine)."""
+    found = []
+    checks = _checks(variables)
+    for knob in sorted(variables):
+        if not isinstance(knob, str) or not knob.startswith("sglang_"):
+            continue
+        value = variables[knob]
+        check = checks.get(knob)
+        try:
+            if check is not None:
+                check(value)
+            elif knob in declared_knobs() and knob not in FREE_FORM:
+                _no_control_anywhere(value)  # any other knob: no line break or NUL either (it reaches a file or argv)
+        except Refusal as refusal:
+            found.append(_sentence(host, knob, value, refusal))
+        except Refusals as many:
+            found.extend(_sentence(host, knob, value, refusal) for refusal in many.refusals)
+    return found
+
+
+def _sentence(host, knob, value, refusal):
+    if refusal.item is not None:
+        return "%s: %s holds %s: it %s; %s." % (host, knob, show(refusal.item, knob in SECRETS), refusal.problem,
+                                               refusal.fix)
+    return "%s: %s is %s: it %s; %s." % (host, knob, show(value, knob in SECRETS), refusal.problem, refusal.fix)

@@ -1,0 +1,72 @@
+"""The API key never reaches SGLang's start-up log line or argv: the rendered unit's own ExecStart (read as systemd
+reads it) runs the SGLang double, which logs server_args like the real 0.5.9 and 0.5.23 (api_key in clear), and
+its output is searched for the key. The same double started as `python -m sglang.launch_server` prints the key:
+the check can fail."""
+
+import json
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+from hostile_render import REPO, exec_start_argv, render_all
+
+DOUBLE = os.path.join(REPO, "tests", "sglang_double")
+sys.path.insert(0, DOUBLE)
+from run_double import model_dir  # noqa: E402
+
+KEY = "sk-'quoted\"-$HOME-%h-\\-key"
+
+
+def _start(argv, tmp_path, release):
+    gpu = tmp_path / "gpu.json"
+    gpu.write_text(json.dumps({"version": release}))
+    log = tmp_path / "server.log"
+    with open(log, "w", encoding="utf-8") as handle:
+        proc = subprocess.Popen(argv, env=dict(os.environ, SGLANG_DOUBLE_GPU=str(gpu), PYTHONPATH=DOUBLE),
+                                stdout=handle, stderr=subprocess.STDOUT, cwd=str(tmp_path))
+    try:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and proc.poll() is None and "server_args=" not in log.read_text():
+            time.sleep(0.05)
+        time.sleep(0.2)
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+    return log.read_text()
+
+
+def _unit_argv(tmp_path, key):
+    """The rendered unit's ExecStart with this machine's Python, a model folder and a --config file holding `key`
+    (as sglang.yaml.j2 renders it)."""
+    files = render_all(sglang_api_key=key, sglang_model_path=model_dir(str(tmp_path)), sglang_port=free_port())
+    config = tmp_path / "sglang.yaml"
+    config.write_text(files["config"])
+    argv = exec_start_argv(files["unit"])
+    argv[0] = sys.executable
+    return [str(config) if arg == "/etc/sglang/sglang.yaml" else arg for arg in argv]
+
+
+def free_port():
+    from run_double import free_port as pick
+
+    return pick()
+
+
+@pytest.mark.parametrize("release", ["0.5.23", "0.5.9"])
+def test_the_units_launcher_logs_server_args_without_the_key(tmp_path, release):
+    argv = _unit_argv(tmp_path, KEY)
+    output = _start(argv, tmp_path, release)
+    line = next(line for line in output.splitlines() if "server_args=" in line)
+    assert "<redacted>" in line and "api_key" in line, line
+    assert "model_path" in line  # the line itself stays: only the secret's value is rewritten
+    assert "sk-" not in output and "quoted" not in output, output
+    assert not any("sk-" in arg for arg in argv)  # and the key is nowhere in the process's arguments
+
+
+@pytest.mark.parametrize("release", ["0.5.23", "0.5.9"])
+def test_without_the_launcher_the_double_prints_the_key(tmp_path, release):
+    argv = _unit_argv(tmp_path, "sk-plain-key")
+    plain = [sys.executable, "-m", "sglang.launch_server"] + argv[3:]
+    assert "sk-plain-key" in _start(plain, tmp_path, release)
