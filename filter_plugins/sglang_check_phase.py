@@ -64,7 +64,9 @@ def check_host(host, hostvars, group="sglang_servers"):
     says: a playbook of the operator's own may run the role anywhere); the check phase does every host."""
     variables, broken = _variables(host, hostvars)
     groups = set(variables["group_names"]) | {group}
-    return broken or inputs.host_refusals(host, variables, groups, inputs.roles_at(_ROLES), sglang_kvplan.rules_for)
+    # The roles check the values themselves with their defaults applied (roles/sglang/tasks/values.yml).
+    return broken or inputs.host_refusals(host, variables, groups, inputs.roles_at(_ROLES), sglang_kvplan.rules_for,
+                                          with_values=False)
 
 
 class _Once:

@@ -2,7 +2,8 @@
 
 The roles' own meta/argument_specs.yml are the one source of what each knob is: a name with a role's prefix
 that no role (and no playbook) knows is refused with the closest known name, and every known one is checked
-against its spec with ansible-core's own validator. The release rules (the driver branch and CUDA toolkit the
+against its spec with ansible-core's own validator, then against what may reach a file, path, unit or argv
+(values.py). The release rules (the driver branch and CUDA toolkit the
 release's torch needs) and the multi-node timing rule come after. Each refusal is one sentence that names the
 host, the variable, the value and the fix; secrets are never quoted.
 """
@@ -13,6 +14,8 @@ import os
 
 import yaml
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
+
+from sglang_checks import values
 
 # The roles a host of each group runs (site.yml), in play order.
 ROLES_BY_GROUP = {
@@ -196,12 +199,17 @@ def multinode_refusals(host, variables, roles):
             "Lower sglang_dist_timeout or raise sglang_ready_timeout." % (host, dist, ready)]
 
 
-def host_refusals(host, variables, groups, roles, rules_for):
-    """Every refusal for one host: unknown names, the specs, then (when the values have their types) the rules."""
+def host_refusals(host, variables, groups, roles, rules_for, with_values=True):
+    """Every refusal for one host: unknown names, the specs, then (when the values have their types) what they may
+    reach (values.py; with_values False: a role that checks them itself, with its defaults) and the rules."""
     role_names = roles_of(groups)
     typed = spec_refusals(host, variables, roles, role_names)
     refusals = unknown_variables(host, variables, roles) + typed
-    if "sglang" in role_names and not typed:
+    if typed:
+        return refusals
+    if with_values and {"sglang", "sglang_router"} & set(role_names):
+        refusals += values.refusals(host, {k: v for k, v in variables.items() if k != "group_names"})
+    if "sglang" in role_names:
         refusals += release_refusals(host, variables, roles, rules_for)
         refusals += multinode_refusals(host, variables, roles)
     return refusals

@@ -54,7 +54,7 @@ def test_good_settings_pass(tmp_path):
 
 @pytest.mark.parametrize("workers, router_vars, words", [
     (GOOD, {"sglang_router_workers": ["w1"], "sglang_router_health_interval_s": 5},
-     ["Unknown variable(s) sglang_router_health_interval_s", "did you mean sglang_router_health_check_interval_s"]),
+     ["unknown variable sglang_router_health_interval_s", "Did you mean sglang_router_health_check_interval_s?"]),
     (GOOD, {"sglang_router_workers": ["w1", "ct999"]}, ["ct999 not in the inventory"]),
     (GOOD, {"sglang_router_workers": []}, ["sglang_router_workers is [] on router-1"]),
     ({"a": worker(30000, sglang_nodes=["a", "b"]), "b": worker(30000, sglang_nodes=["a", "b"])},
