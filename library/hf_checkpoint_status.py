@@ -94,6 +94,8 @@ import os
 import struct
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.sglang_errors import failures_as_sentences
+from ansible.module_utils.sglang_files import write_atomic
 
 INDEX = "model.safetensors.index.json"
 
@@ -146,7 +148,7 @@ def check(path):
         data_sum += data
         if have != want:
             result["truncated"].append("%s (%d/%d bytes)" % (name, have, want))
-    for root, _, names in os.walk(path):
+    for root, _dirs, names in os.walk(path):
         result["partial"] += sorted(os.path.relpath(os.path.join(root, n), path)
                                     for n in names if n.endswith((".part", ".incomplete")))
     if result["missing"]:
@@ -168,31 +170,30 @@ def main():
                                           "repo": {"type": "str", "default": ""},
                                           "revision": {"type": "str", "default": ""}},
                            supports_check_mode=True)
-    params = module.params
-    result = check(params["path"])
-    changed, marked = False, False
-    if params["marker"]:
-        marker = os.path.join(params["path"], params["marker"])
-        content = json.dumps({"repo": params["repo"], "revision": params["revision"], "files": result["files"]},
-                             sort_keys=True) + "\n"
-        try:
-            with open(marker) as handle:
-                current = handle.read()
-        except OSError:
-            current = None
-        if result["complete"]:
-            marked = True
-            if current != content:
-                changed = True
+    with failures_as_sentences(module, "hf_checkpoint_status"):
+        params = module.params
+        result = check(params["path"])
+        changed, marked = False, False
+        if params["marker"]:
+            marker = os.path.join(params["path"], params["marker"])
+            content = json.dumps({"repo": params["repo"], "revision": params["revision"], "files": result["files"]},
+                                 sort_keys=True) + "\n"
+            try:
+                with open(marker) as handle:
+                    current = handle.read()
+            except OSError:
+                current = None
+            if result["complete"]:
+                marked = True
+                if current != content:
+                    changed = True
+                    if not module.check_mode:
+                        write_atomic(marker, content)
+            elif current is not None:
+                changed = True  # a marker over an incomplete checkpoint is a lie: remove it
                 if not module.check_mode:
-                    with open(marker + ".tmp", "w") as handle:
-                        handle.write(content)
-                    os.replace(marker + ".tmp", marker)
-        elif current is not None:
-            changed = True  # a marker over an incomplete checkpoint is a lie: remove it
-            if not module.check_mode:
-                os.unlink(marker)
-    module.exit_json(changed=changed, marked=marked, **result)
+                    os.unlink(marker)
+        module.exit_json(changed=changed, marked=marked, **result)
 
 
 if __name__ == "__main__":

@@ -111,6 +111,8 @@ import shutil
 from datetime import UTC, datetime
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.sglang_errors import failures_as_sentences
+from ansible.module_utils.sglang_files import copy_atomic, write_atomic
 
 MANIFEST = "backup.json"
 FORMAT = 1
@@ -142,28 +144,8 @@ def context_target_of(unit_text):
 
 
 def write_json(path, data):
-    """Replace path by rename, so a reader never sees half a manifest."""
-    tmp = "%s.tmp-%d" % (path, os.getpid())
-    with open(tmp, "w", encoding="utf-8") as handle:
-        json.dump(data, handle, indent=2, sort_keys=True)
-        handle.write("\n")
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.chmod(tmp, 0o600)
-    os.replace(tmp, path)
-
-
-def copy_preserving(src, dest):
-    """Copy content, mode and owner; the destination appears by rename (never half written)."""
-    tmp = os.path.join(os.path.dirname(dest), ".%s.tmp-%d" % (os.path.basename(dest), os.getpid()))
-    shutil.copyfile(src, tmp)
-    st = os.stat(src)
-    os.chmod(tmp, st.st_mode & 0o7777)
-    try:
-        os.chown(tmp, st.st_uid, st.st_gid)
-    except PermissionError:  # not root (the unit tests): the mode is what matters for secrecy
-        pass
-    os.replace(tmp, dest)
+    """Replace path whole (a reader never sees half a manifest), readable by its owner only."""
+    write_atomic(path, json.dumps(data, indent=2, sort_keys=True) + "\n", 0o600)
 
 
 class Store:
@@ -222,7 +204,7 @@ class Store:
 
     def add(self, manifest, check_mode=False):
         """Add the live state unless an entry holds it; (name, changed)."""
-        entries, current, _, _ = self.view()
+        entries, current = self.view()[:2]
         if current:
             return current, False
         live = live_digests(self.files)
@@ -237,7 +219,7 @@ class Store:
         os.mkdir(tmp, 0o700)
         for path in self.files:
             if os.path.isfile(path):
-                copy_preserving(path, os.path.join(tmp, os.path.basename(path)))
+                copy_atomic(path, os.path.join(tmp, os.path.basename(path)))
         meta = dict(manifest)
         meta.update(format=FORMAT, created_at=self.now().isoformat(), files=live)
         if not meta.get("context_target") and os.path.isfile(self.files[0]):
@@ -251,7 +233,7 @@ class Store:
         if keep < 1:
             raise StoreError("sglang_backup_keep is %r: keep at least 1 entry (the store would delete what a "
                              "rollback needs). Set sglang_backup_keep to 1 or more." % (keep,))
-        entries, current, _, newest_proven = self.view()
+        entries, current, _last, newest_proven = self.view()
         kept = {e["name"] for e in entries[:keep]} | {current, newest_proven} | set(protect)
         doomed = [e for e in entries if e["name"] not in kept]
         if not check_mode:
@@ -279,7 +261,7 @@ class Store:
         return name, True
 
     def restore(self, name, check_mode=False):
-        entries, _, _, _ = self.view()
+        entries = self.view()[0]
         entry = next((e for e in entries if e["name"] == name), None)
         if entry is None:
             raise StoreError("No entry %s in %s. Entries: %s." % (name, self.dir,
@@ -295,7 +277,7 @@ class Store:
                 changed = True
                 if not check_mode:
                     os.makedirs(os.path.dirname(path), exist_ok=True)
-                    copy_preserving(kept, path)
+                    copy_atomic(kept, path)
         return name, changed
 
 
@@ -310,27 +292,28 @@ def main():
         "keep": {"type": "int", "default": 10},
         "protect": {"type": "list", "elements": "str", "default": []},
     }, supports_check_mode=True, required_if=[("state", "restore", ["name"])])
-    p, check = module.params, module.check_mode
-    store = Store(p["dir"], p["files"])
-    result = {"changed": False, "pruned": []}
-    try:
-        if p["keep"] < 1:
-            raise StoreError("sglang_backup_keep is %d: keep at least 1 entry. Set sglang_backup_keep to 1 or "
-                             "more." % p["keep"])
-        if p["state"] == "snapshot":
-            result["name"], result["changed"] = store.add(p["manifest"], check)
-            result["pruned"] = store.prune(p["keep"], p["protect"] + [result["name"]], check)
-        elif p["state"] == "proven":
-            result["name"], result["changed"] = store.mark_proven(p["proof"], p["manifest"], check)
-            result["pruned"] = store.prune(p["keep"], p["protect"] + [result["name"]], check)
-        elif p["state"] == "restore":
-            result["name"], result["changed"] = store.restore(p["name"], check)
-    except (StoreError, OSError) as error:
-        module.fail_json(msg=str(error), **result)
-    result["changed"] = result["changed"] or bool(result["pruned"])
-    entries, current, last_proven, _ = store.view()
-    result.update(entries=entries, current=current, last_proven=last_proven)
-    module.exit_json(**result)
+    with failures_as_sentences(module, "sglang_backup_store"):
+        p, check = module.params, module.check_mode
+        store = Store(p["dir"], p["files"])
+        result = {"changed": False, "pruned": []}
+        try:
+            if p["keep"] < 1:
+                raise StoreError("sglang_backup_keep is %d: keep at least 1 entry. Set sglang_backup_keep to 1 or "
+                                 "more." % p["keep"])
+            if p["state"] == "snapshot":
+                result["name"], result["changed"] = store.add(p["manifest"], check)
+                result["pruned"] = store.prune(p["keep"], p["protect"] + [result["name"]], check)
+            elif p["state"] == "proven":
+                result["name"], result["changed"] = store.mark_proven(p["proof"], p["manifest"], check)
+                result["pruned"] = store.prune(p["keep"], p["protect"] + [result["name"]], check)
+            elif p["state"] == "restore":
+                result["name"], result["changed"] = store.restore(p["name"], check)
+        except (StoreError, OSError) as error:
+            module.fail_json(msg=str(error), **result)
+        result["changed"] = result["changed"] or bool(result["pruned"])
+        entries, current, last_proven = store.view()[:3]
+        result.update(entries=entries, current=current, last_proven=last_proven)
+        module.exit_json(**result)
 
 
 if __name__ == "__main__":

@@ -130,11 +130,13 @@ worker_url:
 
 import json
 import time
+from http.client import HTTPException
 from urllib.error import HTTPError, URLError
 from urllib.parse import quote, urlsplit
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.urls import open_url
+from ansible.module_utils.sglang_errors import failures_as_sentences
+from ansible.module_utils.sglang_http import ResponseTooLarge, error_body, open_bearer, read_bounded
 
 
 class RouterError(Exception):
@@ -175,19 +177,20 @@ class Router:
     def call(self, method, path, body=None):
         """(status, JSON body or text) of one request; a refused connection or a bad key raises RouterError."""
         headers = {"Accept": "application/json"}
-        if self.token:
-            headers["Authorization"] = "Bearer " + self.token
         data = None
         if body is not None:
             headers["Content-Type"] = "application/json"
             data = json.dumps(body)
         try:
-            response = open_url(self.url + path, method=method, headers=headers, data=data, timeout=self.timeout,
-                                follow_redirects="none")
-            status, text = response.getcode(), response.read().decode("utf-8", "replace")
+            response = open_bearer(self.url + path, self.token, method=method, headers=headers, data=data,
+                                   timeout=self.timeout, follow_redirects="none")
+            status = response.getcode()
+            text = read_bounded(response, what="%s %s%s" % (method, self.url, path)).decode("utf-8", "replace")
         except HTTPError as error:
-            status, text = error.code, error.read().decode("utf-8", "replace")
-        except (URLError, OSError) as error:
+            status, text = error.code, error_body(error)
+        except ResponseTooLarge as error:
+            raise RouterError(str(error)) from None
+        except (URLError, OSError, HTTPException) as error:
             reason = getattr(error, "reason", error)
             raise RouterError("cannot reach the router at %s (%s %s): %s. Check router_url: is sglang-router running "
                               "and listening there?" % (self.url, method, path, reason)) from None
@@ -298,8 +301,9 @@ def ensure_absent(router, url, wait, timeout, check_mode):
     return True, state["workers"], None
 
 
-def run(params, check_mode):
-    """The module's result for its parameters; RouterError on any failure."""
+def run(params, check_mode, secret=None):
+    """The module's result for its parameters; RouterError on any failure. secret(value) is told every key read
+    from a file, so that Ansible masks it wherever it would appear in the output (as no_log does for the options)."""
     state = params["state"]
     check_url("router_url", params["router_url"], ("http", "https"))
     url = None
@@ -313,6 +317,9 @@ def run(params, check_mode):
                           % (params["timeout"], params["request_timeout"]))
     worker_key = read_key(params["worker_api_key"], params["worker_api_key_file"], "worker_api_key")
     admin_key = read_key(params["admin_api_key"], params["admin_api_key_file"], "admin_api_key")
+    for key in (worker_key, admin_key):
+        if key and secret is not None:
+            secret(key)
     router = Router(params["router_url"], admin_key or worker_key, params["request_timeout"])
     if state == "list":
         changed, workers, entry = False, router.workers(), None
@@ -339,11 +346,12 @@ def main():
         "request_timeout": {"type": "float", "default": 10},
     }, supports_check_mode=True, mutually_exclusive=[("admin_api_key", "admin_api_key_file"),
                                                      ("worker_api_key", "worker_api_key_file")])
-    try:
-        result = run(module.params, module.check_mode)
-    except RouterError as error:
-        module.fail_json(msg=str(error))
-    module.exit_json(**result)
+    with failures_as_sentences(module, "sglang_router_workers"):
+        try:
+            result = run(module.params, module.check_mode, module.no_log_values.add)
+        except RouterError as error:
+            module.fail_json(msg=str(error))
+        module.exit_json(**result)
 
 
 if __name__ == "__main__":
