@@ -21,7 +21,7 @@ description:
     than the job (a killed run's) is ignored."
   - Changes nothing.
 version_added: "1.2.0"
-author: sglang-longctx maintainers
+author: sglang-longctx maintainers (!UNKNOWN)
 options:
   results_file:
     description: The C(results_file) returned by the task started with C(async) and C(poll=0).

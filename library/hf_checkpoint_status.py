@@ -18,7 +18,7 @@ description:
   - With C(marker), writes that file (JSON) once the checkpoint is complete; a changed repository or revision
     rewrites it. An incomplete checkpoint never gets a marker, and an existing one is removed.
 version_added: "1.1.0"
-author: sglang-longctx maintainers
+author: sglang-longctx maintainers (!UNKNOWN)
 options:
   path:
     description: The checkpoint folder.

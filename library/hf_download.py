@@ -21,7 +21,7 @@ description:
     continues the C(.part) where it stopped. Meant to run as a retried task (C(until) with C(retries)), so that
     callback_plugins/sglang_progress.py prints one line per try; a failure fails that try, which ends the loop.
 version_added: "1.1.0"
-author: sglang-longctx maintainers
+author: sglang-longctx maintainers (!UNKNOWN)
 options:
   repo:
     description: Model repository, C(org/name).

@@ -19,7 +19,7 @@ description:
     C(nvidia) module is built and installed for it at the installed version.
   - Changes nothing.
 version_added: "1.1.0"
-author: sglang-longctx maintainers
+author: sglang-longctx maintainers (!UNKNOWN)
 options:
   package:
     description: The package whose version is the driver's (its upstream part, before the last C(-), is compared).

@@ -18,7 +18,7 @@ description:
   - Secure Boot from C(mokutil --sb-state) or the EFI variable.
   - Changes nothing; sets the fact C(nvidia_gpu).
 version_added: "1.0.0"
-author: sglang-longctx maintainers
+author: sglang-longctx maintainers (!UNKNOWN)
 options: {}
 notes:
   - Supports check mode.
@@ -123,7 +123,7 @@ def main():
         smi = module.get_bin_path("nvidia-smi")
         if smi:
             rc, out, _err = module.run_command([smi, "--query-gpu=index,name,memory.total,driver_version",
-                                             "--format=csv,noheader,nounits"])
+                                                "--format=csv,noheader,nounits"])
             gpus = parse_nvidia_smi(out) if rc == 0 else []
             if gpus:
                 facts.update(source="nvidia-smi", count=len(gpus), names=sorted({g["name"] for g in gpus}),

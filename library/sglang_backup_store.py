@@ -21,7 +21,7 @@ description:
   - C(restore) copies an entry's files over the live ones (each by rename); it never prunes.
   - C(list) changes nothing.
 version_added: "1.0.0"
-author: sglang-longctx maintainers
+author: sglang-longctx maintainers (!UNKNOWN)
 options:
   dir:
     description: The store's folder (created 0700 root when missing).

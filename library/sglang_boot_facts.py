@@ -18,7 +18,7 @@ description:
   - A journal without boot lines (rotated, or the unit has not logged yet) is not an error; C(found) is false then.
   - Changes nothing.
 version_added: "1.0.0"
-author: sglang-longctx maintainers
+author: sglang-longctx maintainers (!UNKNOWN)
 options:
   unit:
     description: The systemd unit running SGLang.

@@ -24,7 +24,7 @@ description:
     would be two workers), and O(worker_url) is registered without one.
   - The router keeps its membership in memory; a restart of the router brings back the list on its command line.
 version_added: "1.0.0"
-author: sglang-longctx maintainers
+author: sglang-longctx maintainers (!UNKNOWN)
 options:
   router_url:
     description: Base URL of the router, e.g. C(http://127.0.0.1:30000).

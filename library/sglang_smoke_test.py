@@ -26,7 +26,7 @@ description:
   - Every failure is a message naming the parameter or the number at fault, with the evidence gathered so
     far, never a traceback.
 version_added: "1.0.0"
-author: sglang-longctx maintainers
+author: sglang-longctx maintainers (!UNKNOWN)
 options:
   url:
     description: Base URL of the SGLang server, C(http://) or C(https://) with a host.
@@ -677,7 +677,7 @@ class PromptSizer:
         repeats = max(1, int(round((target - self.intercept) / self.slope)))
         counted = int(round(self.intercept + self.slope * repeats))
         if self.has_tokenize:
-            for _ in range(4):
+            for _attempt in range(4):
                 counted = self.count(repeats)
                 if abs(counted - target) <= max(1, target * 0.002):
                     break
@@ -825,13 +825,14 @@ def main():
             "url": {"type": "str", "default": "http://127.0.0.1:30000"},
             "info_url": {"type": "str"},
             "api_key": {"type": "str", "no_log": True},
-            "min_pool_tokens": {"type": "int"},
+            # no_log False: "tokens" here are counts, not credentials (ansible-test's no-log-needed guesses by name)
+            "min_pool_tokens": {"type": "int", "no_log": False},
             "context_target": {"type": "int"},
-            "prompt_tokens": {"type": "str", "default": "target"},
+            "prompt_tokens": {"type": "str", "default": "target", "no_log": False},
             "question": {"type": "str", "default": "needle", "choices": ["needle", "fox"]},
             "filler": {"type": "str", "default": FOX_FILLER},
             "expect": {"type": "str"},
-            "max_tokens": {"type": "int", "default": 32},
+            "max_tokens": {"type": "int", "default": 32, "no_log": False},
             "timeout": {"type": "int", "default": 900},
             "wait_ready": {"type": "int", "default": 300},
             "model": {"type": "str"},

@@ -27,7 +27,7 @@ description:
     journal lines instead of waiting out the timeout.
   - Changes nothing.
 version_added: "1.0.0"
-author: sglang-longctx maintainers
+author: sglang-longctx maintainers (!UNKNOWN)
 options:
   url:
     description: Base URL of the server.
