@@ -98,16 +98,30 @@ from ansible.module_utils.sglang_errors import failures_as_sentences
 from ansible.module_utils.sglang_files import write_atomic
 
 INDEX = "model.safetensors.index.json"
+# safetensors refuses a header over 100 MB (safetensors' MAX_HEADER_SIZE); a larger length is not a header.
+MAX_HEADER = 100_000_000
+LFS_POINTER = b"version https://git-lfs"
 
 
 def expected_size(handle):
     """(file size, tensor bytes) a safetensors file must have, from its own header."""
     head = handle.read(8)
+    if head.startswith(LFS_POINTER[:8]) and (head + handle.read(len(LFS_POINTER) - 8)).startswith(LFS_POINTER):
+        raise ValueError("a git-lfs pointer file, not the weights: the download fetched the pointer; fetch the "
+                         "file itself (git lfs pull, or remove it and run again)")
     if len(head) < 8:
         raise ValueError("shorter than the 8-byte header length")
     (length,) = struct.unpack("<Q", head)
+    size = os.fstat(handle.fileno()).st_size
+    if length > min(MAX_HEADER, size - 8):
+        raise ValueError("its header length says %d bytes, more than %s: not a safetensors file"
+                         % (length, "the file holds" if length <= MAX_HEADER else "safetensors allows"))
     header = json.loads(handle.read(length))
+    if not isinstance(header, dict):
+        raise ValueError("its header is not a JSON object")
     ends = [t["data_offsets"][1] for name, t in header.items() if name != "__metadata__"]
+    if not all(isinstance(end, int) and not isinstance(end, bool) and end >= 0 for end in ends):
+        raise ValueError("its header has a tensor whose data_offsets are not byte offsets")
     data = max(ends) if ends else 0
     return 8 + length + data, data
 
@@ -116,10 +130,32 @@ def expected_files(path):
     """(weight files, index total_size or None), or raises OSError/ValueError when there is nothing to read."""
     index = os.path.join(path, INDEX)
     if os.path.exists(index):
-        with open(index) as handle:
-            data = json.load(handle)
-        return sorted(set(data["weight_map"].values())), data.get("metadata", {}).get("total_size")
+        with open(index, "rb") as handle:
+            data = json.loads(handle.read(MAX_HEADER + 1))
+        return index_files(data)
     return ["model.safetensors"], None
+
+
+def index_files(data):
+    """(weight files, total_size or None) from a parsed index; ValueError saying what is malformed."""
+    if not isinstance(data, dict):
+        raise ValueError("it is not a JSON object")
+    weight_map = data.get("weight_map")
+    if not isinstance(weight_map, dict):
+        raise ValueError("it has no weight_map object (tensor name -> file)")
+    if not weight_map:
+        raise ValueError("its weight_map is empty: it names no weight file")
+    files = set(weight_map.values())
+    for name in files:
+        # The index comes from the Hub, a peer: its file names stay inside the checkpoint folder.
+        if not isinstance(name, str) or not name or name.startswith("/") or ".." in name.split("/") \
+                or "\x00" in name:
+            raise ValueError("its weight_map names %r, not a file inside the checkpoint folder" % (name,))
+    metadata = data.get("metadata", {})
+    total = metadata.get("total_size") if isinstance(metadata, dict) else None
+    if total is not None and (not isinstance(total, int) or isinstance(total, bool) or total < 0):
+        raise ValueError("its metadata.total_size is %r, not a byte count" % (total,))
+    return sorted(files), total
 
 
 def check(path):
@@ -141,7 +177,7 @@ def check(path):
         try:
             with open(full, "rb") as handle:
                 want, data = expected_size(handle)
-        except (OSError, ValueError, KeyError, IndexError, TypeError) as err:
+        except (OSError, ValueError, KeyError, IndexError, TypeError, AttributeError) as err:
             result["truncated"].append("%s (header unreadable: %s)" % (name, err))
             continue
         have = os.path.getsize(full)
