@@ -1,0 +1,95 @@
+#!/usr/bin/python
+"""Ansible module: list the workers of a running sglang-router, changing nothing."""
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+---
+module: sglang_router_workers_info
+short_description: List the workers of a running sglang-router through its admin API
+description:
+  - Reads C(GET /workers) of sglang-router 0.3.2 (the SGLang Model Gateway). M(sglang_router_workers) adds and
+    removes a worker.
+  - Changes nothing.
+version_added: "1.2.0"
+author: sglang-longctx maintainers (!UNKNOWN)
+options:
+  router_url:
+    description: Base URL of the router, e.g. C(http://127.0.0.1:30000).
+    type: str
+    required: true
+  admin_api_key:
+    description:
+      - The bearer token for the admin API - the router's control-plane admin key.
+      - Without it (nor O(admin_api_key_file)), O(worker_api_key) is sent instead, as 0.3.2 checks its admin API
+        against C(--api-key) when it has no control-plane key.
+    type: str
+  admin_api_key_file:
+    description: A file on the host holding O(admin_api_key) (whitespace around it is dropped; empty means none).
+    type: path
+  worker_api_key:
+    description: The router's C(--api-key), sent when no admin key is given.
+    type: str
+  worker_api_key_file:
+    description: A file on the host holding O(worker_api_key).
+    type: path
+  request_timeout:
+    description: Seconds one HTTP request to the router may take.
+    type: float
+    default: 10
+notes:
+  - Supports check mode.
+  - The keys are never logged or returned.
+"""
+
+EXAMPLES = r"""
+- name: List the router's workers
+  sglang_router_workers_info:
+    router_url: http://127.0.0.1:30000
+    admin_api_key_file: /etc/sglang-router/admin-api-key
+  register: router
+"""
+
+RETURN = r"""
+workers:
+  description: The router's workers as C(GET /workers) gives them - C(id), C(url), C(is_healthy), C(model_id) ...
+  type: list
+  elements: dict
+  returned: always
+urls:
+  description: The C(url) of every entry of RV(workers), in the router's order.
+  type: list
+  elements: str
+  returned: always
+"""
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.sglang_errors import failures_as_sentences
+from ansible.module_utils.sglang_router import (
+    ROUTER_OPTIONS,
+    Router,
+    RouterError,
+    check_timeout,
+    check_url,
+    router_keys,
+)
+
+
+def main():
+    module = AnsibleModule(argument_spec=dict(ROUTER_OPTIONS), supports_check_mode=True,
+                           mutually_exclusive=[("admin_api_key", "admin_api_key_file"),
+                                               ("worker_api_key", "worker_api_key_file")])
+    params = module.params
+    with failures_as_sentences(module, "sglang_router_workers_info"):
+        try:
+            check_url("router_url", params["router_url"], ("http", "https"))
+            check_timeout(params["request_timeout"])
+            worker_key, admin_key = router_keys(params, module.no_log_values.add)
+            workers = Router(params["router_url"], admin_key or worker_key, params["request_timeout"]).workers()
+        except RouterError as error:
+            module.fail_json(msg=str(error))
+        module.exit_json(changed=False, workers=workers, urls=[w.get("url") for w in workers])
+
+
+if __name__ == "__main__":
+    main()
