@@ -19,7 +19,7 @@ description:
   - C(proven) records the proof on the live state's entry (adding the entry first if needed); the first proof
     of a state is kept, so a re-run changes nothing.
   - C(restore) copies an entry's files over the live ones (each by rename); it never prunes.
-  - To read the store without changing it, use M(sglang_backup_store_info).
+  - To read the store without changing it, use C(sglang_backup_store_info).
 version_added: "1.0.0"
 author: sglang-longctx maintainers (!UNKNOWN)
 options:

@@ -8,7 +8,7 @@ DOCUMENTATION = r"""
 module: sglang_backup_store_info
 short_description: List the states kept in an SGLang service's backup store, and which one is live and last proven
 description:
-  - Reads the store that M(sglang_backup_store) keeps (C(<dir>/<UTC timestamp>/) folders with C(backup.json)
+  - Reads the store that C(sglang_backup_store) keeps (C(<dir>/<UTC timestamp>/) folders with C(backup.json)
     manifests), newest first, and compares each entry with the live files to tell which entry holds the live state.
   - Changes nothing.
 version_added: "1.2.0"

@@ -11,7 +11,7 @@ description:
   - Talks to the admin API of sglang-router 0.3.2 (the SGLang Model Gateway) - C(GET /workers),
     C(POST /workers), C(GET /workers/{worker_id}), C(DELETE /workers/{worker_id}). The older C(/add_worker),
     C(/remove_worker) and C(/list_workers) routes do not exist in 0.3.2.
-  - To list the router's workers without changing them, use M(sglang_router_workers_info).
+  - To list the router's workers without changing them, use C(sglang_router_workers_info).
   - O(state=present) registers O(worker_url) unless the router lists it already, then (O(wait)) waits until the
     router lists it as healthy. The router adds a worker in the background (C(202 Accepted)); an addition
     whose job fails (the worker never answered, for the router's C(--worker-startup-timeout-secs)) fails

@@ -8,7 +8,7 @@ DOCUMENTATION = r"""
 module: sglang_router_workers_info
 short_description: List the workers of a running sglang-router through its admin API
 description:
-  - Reads C(GET /workers) of sglang-router 0.3.2 (the SGLang Model Gateway). M(sglang_router_workers) adds and
+  - Reads C(GET /workers) of sglang-router 0.3.2 (the SGLang Model Gateway). C(sglang_router_workers) adds and
     removes a worker.
   - Changes nothing.
 version_added: "1.2.0"

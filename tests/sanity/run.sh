@@ -23,7 +23,7 @@ cp "$repo"/callback_plugins/*.py "$coll/plugins/callback/"
 cp -r "$repo/lib/sglang_kvplan" "$coll/plugins/lib/"
 find "$coll" -name __pycache__ -prune -exec rm -rf {} +
 sed -i -E 's/^from ansible\.module_utils\.(sglang_[a-z_]+) import/from ansible_collections.sglang.longctx.plugins.module_utils.\1 import/' \
-  "$coll"/plugins/modules/*.py
+  "$coll"/plugins/modules/*.py "$coll"/plugins/module_utils/*.py
 cp "$repo/tests/sanity/ignore-2.19.txt" "$coll/tests/sanity/ignore-2.19.txt"
 cat > "$coll/galaxy.yml" <<'YAML'
 namespace: sglang
@@ -39,5 +39,5 @@ cd "$coll"
 # ansible-test lists a collection's files with git; .cache/ is ignored by the repository's, so the copy has its own.
 git init --quiet . && git add --all && git -c user.name=sanity -c user.email=sanity@localhost commit --quiet -m copy
 started=$(date +%s)
+trap 'echo "ansible-test sanity: $(( $(date +%s) - started )) s"' EXIT
 "$bin/ansible-test" sanity --python 3.11 --color no "$@"
-echo "ansible-test sanity: $(( $(date +%s) - started )) s"
