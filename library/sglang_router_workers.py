@@ -125,14 +125,13 @@ from urllib.parse import quote
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.sglang_errors import failures_as_sentences
 from ansible.module_utils.sglang_router import (
+    ROUTER_EXCLUSIVE,
     ROUTER_OPTIONS,
-    Router,
     RouterError,
-    check_timeout,
     check_url,
+    connect,
     entries_of,
     normalize,
-    router_keys,
 )
 
 
@@ -219,16 +218,13 @@ def run(params, check_mode, secret=None):
     """The module's result for its parameters; RouterError on any failure. secret(value) is told every key read
     from a file, so that Ansible masks it wherever it would appear in the output (as no_log does for the options)."""
     state = params["state"]
-    check_url("router_url", params["router_url"], ("http", "https"))
     if not params["worker_url"]:
         raise RouterError("state=%s needs worker_url (the worker's base URL, e.g. http://10.0.0.1:30000)" % state)
     url = normalize(params["worker_url"])
     check_url("worker_url", url, ("http", "https", "grpc"))
     if params["timeout"] < 0:
         raise RouterError("timeout must be >= 0 (got %s)" % params["timeout"])
-    check_timeout(params["request_timeout"])
-    worker_key, admin_key = router_keys(params, secret)
-    router = Router(params["router_url"], admin_key or worker_key, params["request_timeout"])
+    router, worker_key = connect(params, secret)
     if state == "present":
         changed, workers, entry = ensure_present(router, url, worker_key, params["wait"], params["timeout"],
                                                  check_mode)
@@ -245,8 +241,7 @@ def main():
         state={"type": "str", "choices": ["present", "absent"], "default": "present"},
         wait={"type": "bool", "default": True},
         timeout={"type": "int", "default": 600},
-    ), supports_check_mode=True, mutually_exclusive=[("admin_api_key", "admin_api_key_file"),
-                                                     ("worker_api_key", "worker_api_key_file")])
+    ), supports_check_mode=True, mutually_exclusive=ROUTER_EXCLUSIVE)
     with failures_as_sentences(module, "sglang_router_workers"):
         try:
             result = run(module.params, module.check_mode, module.no_log_values.add)

@@ -65,27 +65,15 @@ urls:
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.sglang_errors import failures_as_sentences
-from ansible.module_utils.sglang_router import (
-    ROUTER_OPTIONS,
-    Router,
-    RouterError,
-    check_timeout,
-    check_url,
-    router_keys,
-)
+from ansible.module_utils.sglang_router import ROUTER_EXCLUSIVE, ROUTER_OPTIONS, RouterError, connect
 
 
 def main():
     module = AnsibleModule(argument_spec=dict(ROUTER_OPTIONS), supports_check_mode=True,
-                           mutually_exclusive=[("admin_api_key", "admin_api_key_file"),
-                                               ("worker_api_key", "worker_api_key_file")])
-    params = module.params
+                           mutually_exclusive=ROUTER_EXCLUSIVE)
     with failures_as_sentences(module, "sglang_router_workers_info"):
         try:
-            check_url("router_url", params["router_url"], ("http", "https"))
-            check_timeout(params["request_timeout"])
-            worker_key, admin_key = router_keys(params, module.no_log_values.add)
-            workers = Router(params["router_url"], admin_key or worker_key, params["request_timeout"]).workers()
+            workers = connect(module.params, module.no_log_values.add)[0].workers()
         except RouterError as error:
             module.fail_json(msg=str(error))
         module.exit_json(changed=False, workers=workers, urls=[w.get("url") for w in workers])

@@ -105,9 +105,14 @@ def router_keys(params, secret=None):
     return worker_key, admin_key
 
 
-def check_timeout(value):
-    if value <= 0:
-        raise RouterError("request_timeout must be > 0 (got %s)" % value)
+def connect(params, secret=None):
+    """(Router, worker key) for the options: the router's URL and request_timeout checked, the keys read
+    (secret(key) is told each one), the admin key sent or, without one, the worker key."""
+    check_url("router_url", params["router_url"], ("http", "https"))
+    if params["request_timeout"] <= 0:
+        raise RouterError("request_timeout must be > 0 (got %s)" % params["request_timeout"])
+    worker_key, admin_key = router_keys(params, secret)
+    return Router(params["router_url"], admin_key or worker_key, params["request_timeout"]), worker_key
 
 
 # The options both modules take to reach the router; no_log on the keys, and on the key files' paths too, so that
@@ -120,3 +125,4 @@ ROUTER_OPTIONS = {
     "worker_api_key_file": {"type": "path", "no_log": True},
     "request_timeout": {"type": "float", "default": 10},
 }
+ROUTER_EXCLUSIVE = [("admin_api_key", "admin_api_key_file"), ("worker_api_key", "worker_api_key_file")]

@@ -46,6 +46,19 @@ def peers():
         server.shutdown()
 
 
+def open_ended(handler, content_type, pieces):
+    """An answer without Content-Length, ended by closing the connection: the client cannot size it first."""
+    handler.send_response(200)
+    handler.send_header("Content-Type", content_type)
+    handler.send_header("Connection", "close")
+    handler.end_headers()
+    try:
+        for piece in pieces:
+            handler.wfile.write(piece)
+    except OSError:  # the client stopped reading
+        pass
+
+
 def json_answer(handler, body=b'{"ok": true}'):
     handler.send_response(200)
     handler.send_header("Content-Type", "application/json")
@@ -91,36 +104,16 @@ def test_a_declared_400_mb_answer_is_refused_unread(peers):
 
 
 def test_an_undeclared_endless_answer_stops_at_the_limit(peers):
-    def endless(handler):
-        handler.send_response(200)
-        handler.send_header("Content-Type", "application/json")
-        handler.send_header("Connection", "close")
-        handler.end_headers()
-        try:
-            while True:
-                handler.wfile.write(b" " * 2**20)
-        except OSError:
-            pass
-
-    server = peers(endless)
+    server = peers(lambda handler: open_ended(handler, "application/json", iter(lambda: b" " * 2**20, None)))
     client = smoke.Client("http://127.0.0.1:%d" % server.server_port, timeout=30)
     with pytest.raises(smoke.SmokeFailure, match="is url an SGLang server"):
         client.json("GET", "/server_info")
 
 
 def test_a_stream_line_over_the_limit_is_refused(peers):
-    def stream(handler):
-        handler.send_response(200)
-        handler.send_header("Content-Type", "text/event-stream")
-        handler.send_header("Connection", "close")
-        handler.end_headers()
-        try:
-            handler.wfile.write(b"data: " + json.dumps({"choices": [{"text": "x"}]}).encode() + b"\n\n")
-            handler.wfile.write(b"data: " + b"y" * (JSON_LIMIT + 10))
-        except OSError:
-            pass
-
-    server = peers(stream)
+    first = b"data: " + json.dumps({"choices": [{"text": "x"}]}).encode() + b"\n\n"
+    too_long = b"data: " + b"y" * (JSON_LIMIT + 10)
+    server = peers(lambda handler: open_ended(handler, "text/event-stream", [first, too_long]))
     client = smoke.Client("http://127.0.0.1:%d" % server.server_port, timeout=30)
     with pytest.raises(smoke.SmokeFailure, match="answered more than"):
         client.stream("/v1/completions", {"prompt": "hi", "stream": True})
