@@ -1,10 +1,10 @@
 """The last line of defence of every module: an exception that no code path turned into a sentence still ends the
-task with one (the exception's type and message), never with a Python traceback for the operator. The traceback
-is kept in the result's `exception`, which Ansible shows at -vvv only."""
+task with one (the exception's type and message), never with a Python traceback for the operator. fail_json, called
+while the exception is handled, adds its traceback to the result only when the controller asks for tracebacks
+(ansible-core 2.19: at -vvv, or with DISPLAY_TRACEBACK)."""
 
 from __future__ import annotations
 
-import traceback
 from contextlib import contextmanager
 
 
@@ -22,5 +22,4 @@ def failures_as_sentences(module, doing):
         yield
     except Exception as error:  # noqa: BLE001 - every failure must reach the operator as a sentence
         module.fail_json(msg="%s failed: %s. This is a defect of the module or an input it does not expect; "
-                             "the traceback is in the result at -vvv." % (doing, sentence(error)),
-                         exception=traceback.format_exc())
+                             "run with -vvv for its traceback." % (doing, sentence(error)))
