@@ -11,18 +11,19 @@ description:
   - Polls C(/health_generate) (a real one-token generation) for up to O(poll) seconds. Meant to run as a
     retried task (C(until) with C(retries)/C(delay)); every try returns how far the boot has come, read
     from the journal of the unit's current invocation, so that a callback can print one line per try.
-  - The stages, from SGLang's own log lines (0.5.9's; 0.5.23 names the graphs, C(Capture target decode cuda
-    graph begin), and says C(KV Cache is allocated. dtype - ...), which match too), in boot order -
+  - "The stages, from SGLang's own log lines (0.5.9's; 0.5.23 names the graphs, C(Capture target decode cuda
+    graph begin), and says C(KV Cache is allocated. dtype: ...), which match too), in boot order:
     C(starting); C(joining the process group) (C(Init parallel begin) in 0.5.23, C(Init torch distributed
-    begin) in 0.5.9 - across nodes, a boot that stays there waits for a node that has not joined);
+    begin) in 0.5.9; across nodes, a boot that stays there waits for a node that has not joined);
     C(loading weights) with shard k/n and percent from
-    C(Loading safetensors checkpoint shards - NN% Completed | k/n) (C(weight_utils.py), tqdm with
+    C(Loading safetensors checkpoint shards: NN% Completed | k/n) (C(weight_utils.py), tqdm with
     C(BAR_FORMAT) from C(utils/common.py)); C(loading the draft model) (a second C(Load weight begin) on a
     rank, the speculative draft's); C(allocating the KV cache) (after C(Load weight end), until
     C(KV Cache is allocated.) with its token count); C(capturing CUDA graphs) (C(Capture cuda graph begin), with
     C(Capturing batches ... k/n) when logged); C(warming up) (C(Capture cuda graph end) or the
-    scheduler's C(max_total_num_tokens=) line, until the warm-up request is answered); C(ready).
-    Rank prefixes such as C([2026-01-02 03:04:05 TP3]) and C((Worker_TP0 pid=1)) are ignored.
+    scheduler's C(max_total_num_tokens=) line, until the warm-up request is answered); C(ready)."
+  - Rank prefixes such as C([2026-01-02 03:04:05 TP3]) and a worker prefix such as C(Worker_TP0 pid=1) in
+    parentheses are read by the one parser module_utils/sglang_journal.py shares with sglang_boot_facts.
   - When the unit has failed, stopped or crashed into an automatic restart, fails at once with the last
     journal lines instead of waiting out the timeout.
   - Changes nothing.
