@@ -6,7 +6,7 @@ BIN := $(abspath $(VENV))/bin
 export PATH := $(BIN):$(PATH)
 export ANSIBLE_CONFIG := $(abspath ansible.cfg)
 
-.PHONY: venv plan demo demo-plan demo-rollback demo-clean lint chromium unit molecule test clean
+.PHONY: venv plan demo demo-plan demo-rollback demo-clean lint sanity chromium unit molecule test clean
 
 $(VENV)/.installed: requirements.txt
 	$(PYTHON) -m venv $(VENV)
@@ -40,6 +40,12 @@ lint: venv
 	yamllint --strict .
 	ansible-lint --profile production
 
+# ansible-core's own sanity suite (ansible-test) over the modules, module_utils and plugins, in a collection copy
+# under .cache/sanity/ (tests/sanity/run.sh); its first run installs ansible-test's pinned checkers (pylint,
+# pycodestyle, ...) from the package index into its own virtual environments there, not into .venv.
+sanity: venv
+	tests/sanity/run.sh --requirements
+
 # The report's browser test (tests/unit/test_report_browser.py) needs Debian's chromium: installed here when
 # missing, as root (apt-get, without recommends; ~20 s and 26 packages with a close mirror).
 chromium:
@@ -53,7 +59,7 @@ unit: venv chromium
 molecule: venv
 	molecule/harness/run.sh $(SCENARIOS)
 
-test: lint unit molecule
+test: lint sanity unit molecule
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache .cache

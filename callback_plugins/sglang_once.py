@@ -3,15 +3,19 @@
 ansible-core 2.19 prints a failed templating task three times: the "[ERROR]: Task failed: ..." line, each
 "<<< caused by >>>" link of its chain (the innermost one is the planner's sentence again) and the
 "fatal: [...] => {msg}" line, which already holds the whole sentence. A planner refusal ran to 48 lines.
-This callback leaves out the first two when the fatal line's msg already holds the innermost message.
-It also leaves out "FAILED - RETRYING" for a try that reports progress (the boot wait): sglang_progress,
-enabled beside it in ansible.cfg, prints that try as one line instead. Every other error, warning and
-result is printed exactly as the default callback prints it.
+This callback leaves out the first two when the fatal line's msg already holds the innermost message, below -vvv;
+at -vvv and above the exception is printed as the default callback prints it. It also leaves out "FAILED -
+RETRYING" for a try that reports progress (the boot wait): sglang_progress, enabled beside it in ansible.cfg,
+prints that try as one line instead. Every other error, warning and result is printed exactly as the default
+callback prints it.
+
+Public API only: the v2_runner_* methods, the task result's `result` and `exception` (CallbackTaskResult, the
+public contract of 2.19's TaskResult), and the default callback's documented rule that it shows an exception only
+while the result holds one (plugins/callback/__init__.py: "display exception ... if `exception` was not removed
+from `result`").
 """
 
 from __future__ import annotations
-
-from ansible.plugins.callback.default import CallbackModule as DefaultCallback
 
 DOCUMENTATION = r"""
 name: sglang_once
@@ -19,14 +23,20 @@ type: stdout
 short_description: The default output, with an error already held by its fatal line printed once
 description:
   - The default callback, except that the C([ERROR]) block with its cause chain is left out when the
-    failed result's C(msg) already contains the innermost cause's message, and that a retry whose result
-    carries C(progress) is left to the sglang_progress callback.
+    failed result's C(msg) already contains the innermost cause's message (below C(-vvv); from C(-vvv) on it is
+    printed), and that a retry whose result carries C(progress) is left to the sglang_progress callback.
+author: sglang-longctx maintainers (!UNKNOWN)
 extends_documentation_fragment:
   - default_callback
   - result_format_callback
 requirements:
   - set as stdout in configuration (ansible.cfg C(stdout_callback = sglang_once))
 """
+
+from ansible.plugins.callback.default import CallbackModule as DefaultCallback  # noqa: E402 - after the docs
+
+# From this verbosity on (-vvv) the exception is always shown: that is where an operator asks for tracebacks.
+SHOW_EXCEPTION_VERBOSITY = 3
 
 
 def innermost_message(event):
@@ -36,21 +46,32 @@ def innermost_message(event):
     return getattr(event, "msg", None)
 
 
+def repeats_its_message(result):
+    """Whether a failed task result's msg already holds what its exception's cause chain would print."""
+    summary = getattr(result, "exception", None)
+    inner = innermost_message(getattr(summary, "event", None)) if summary is not None else None
+    msg = result.result.get("msg") if isinstance(result.result, dict) else None
+    return bool(inner and isinstance(msg, str) and inner.strip() in msg)
+
+
 class CallbackModule(DefaultCallback):
     CALLBACK_VERSION = 2.0
     CALLBACK_TYPE = "stdout"
     CALLBACK_NAME = "sglang_once"
 
-    def _handle_exception(self, result, use_stderr=False):
-        summary = self._current_task_result.exception if self._current_task_result else None
-        inner = innermost_message(getattr(summary, "event", None)) if summary is not None else None
-        msg = result.get("msg") if isinstance(result, dict) else None
-        if inner and isinstance(msg, str) and inner.strip() in msg:
-            result.pop("exception", None)
-            return
-        super()._handle_exception(result, use_stderr=use_stderr)
+    def _print_once(self, result):
+        if self._display.verbosity < SHOW_EXCEPTION_VERBOSITY and repeats_its_message(result):
+            result.result.pop("exception", None)  # the default callback prints no exception a result does not hold
+
+    def v2_runner_on_failed(self, result, ignore_errors=False):
+        self._print_once(result)
+        super().v2_runner_on_failed(result, ignore_errors=ignore_errors)
+
+    def v2_runner_item_on_failed(self, result):
+        self._print_once(result)
+        super().v2_runner_item_on_failed(result)
 
     def v2_runner_retry(self, result):
-        if isinstance(result._result, dict) and result._result.get("progress"):
+        if isinstance(result.result, dict) and result.result.get("progress"):
             return  # sglang_progress prints this try as "<host>: <progress>"
         super().v2_runner_retry(result)

@@ -13,10 +13,6 @@ here on the controller: "ct200: downloading org/model: 12.0 of 595.2 GiB (2%), 1
 
 from __future__ import annotations
 
-import time
-
-from ansible.plugins.callback import CallbackBase
-
 DOCUMENTATION = r"""
 name: sglang_progress
 type: aggregate
@@ -25,17 +21,26 @@ description:
   - Prints the host and the C(progress) string, one line for every retry of a task whose result has one.
   - When the result also has C(progress_clock=task), the line ends with the time since the task began on
     that host.
+author: sglang-longctx maintainers (!UNKNOWN)
 requirements:
   - enable in ansible.cfg with C(callbacks_enabled = sglang_progress)
 """
 
+import os  # noqa: E402 - ansible-test wants the imports after the documentation
+import sys  # noqa: E402
+import time  # noqa: E402
 
-def duration(seconds):
-    """'5s', '1m12s', '2h03m': the clock of library/sglang_wait_ready.py, with hours for long downloads."""
-    seconds = int(seconds)
-    if seconds >= 3600:
-        return "%dh%02dm" % (seconds // 3600, seconds % 3600 // 60)
-    return "%dm%02ds" % (seconds // 60, seconds % 60) if seconds >= 60 else "%ds" % seconds
+from ansible.plugins.callback import CallbackBase  # noqa: E402
+
+# The modules' shared code sits in module_utils/ beside this folder (plugins/module_utils in the collection copy
+# that make sanity checks); a controller plugin imports it from there, as Ansible does not bundle it for callbacks.
+_MODULE_UTILS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "module_utils")
+if _MODULE_UTILS not in sys.path:
+    sys.path.insert(0, _MODULE_UTILS)
+
+from sglang_text import duration  # noqa: E402 - after the path above
+
+__all__ = ["duration", "progress_message"]
 
 
 def progress_message(host, result, task_seconds=None):
@@ -65,8 +70,8 @@ class CallbackModule(CallbackBase):
         self._began[(host.get_name(), task._uuid)] = time.monotonic()
 
     def v2_runner_retry(self, result):
-        host = result._host.get_name()
-        began = self._began.get((host, result._task._uuid))
-        line = progress_message(host, result._result, None if began is None else time.monotonic() - began)
+        host = result.host.get_name()
+        began = self._began.get((host, result.task._uuid))
+        line = progress_message(host, result.result, None if began is None else time.monotonic() - began)
         if line:
             self._display.display(line)

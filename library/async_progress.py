@@ -21,7 +21,7 @@ description:
     than the job (a killed run's) is ignored."
   - Changes nothing.
 version_added: "1.2.0"
-author: sglang-longctx maintainers
+author: sglang-longctx maintainers (!UNKNOWN)
 options:
   results_file:
     description: The C(results_file) returned by the task started with C(async) and C(poll=0).
@@ -78,12 +78,8 @@ import os
 import time
 
 from ansible.module_utils.basic import AnsibleModule
-
-
-def duration(seconds):
-    """'5s', '1m12s': the clock of library/sglang_wait_ready.py's progress lines."""
-    seconds = max(0, int(seconds))
-    return "%dm%02ds" % (seconds // 60, seconds % 60) if seconds >= 60 else "%ds" % seconds
+from ansible.module_utils.sglang_errors import failures_as_sentences
+from ansible.module_utils.sglang_text import duration
 
 
 def job_state(results_file):
@@ -120,17 +116,18 @@ def main():
         "results_file": {"type": "path", "required": True},
         "progress_file": {"type": "path", "required": True},
     }, supports_check_mode=True)
-    results_file = module.params["results_file"]
-    try:
-        began = os.path.getmtime(results_file)  # written once when the job starts, again only when it ends
-        state = job_state(results_file)
-    except OSError as err:
-        module.fail_json(msg="results_file=%s cannot be read (%s): give the results_file that the task started "
-                             "with async and poll: 0 returned, with the same become user." % (results_file, err))
-    if state == "ended":
-        module.exit_json(changed=False, finished=True)
-    module.exit_json(changed=False, finished=False,
-                     progress=progress_line(module.params["progress_file"], began, time.time()))
+    with failures_as_sentences(module, "async_progress"):
+        results_file = module.params["results_file"]
+        try:
+            began = os.path.getmtime(results_file)  # written once when the job starts, again only when it ends
+            state = job_state(results_file)
+        except OSError as err:
+            module.fail_json(msg="results_file=%s cannot be read (%s): give the results_file that the task started "
+                                 "with async and poll: 0 returned, with the same become user." % (results_file, err))
+        if state == "ended":
+            module.exit_json(changed=False, finished=True)
+        module.exit_json(changed=False, finished=False,
+                         progress=progress_line(module.params["progress_file"], began, time.time()))
 
 
 if __name__ == "__main__":

@@ -18,7 +18,7 @@ description:
   - With C(marker), writes that file (JSON) once the checkpoint is complete; a changed repository or revision
     rewrites it. An incomplete checkpoint never gets a marker, and an existing one is removed.
 version_added: "1.1.0"
-author: sglang-longctx maintainers
+author: sglang-longctx maintainers (!UNKNOWN)
 options:
   path:
     description: The checkpoint folder.
@@ -94,18 +94,34 @@ import os
 import struct
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.sglang_errors import failures_as_sentences
+from ansible.module_utils.sglang_files import write_atomic
 
 INDEX = "model.safetensors.index.json"
+# safetensors refuses a header over 100 MB (safetensors' MAX_HEADER_SIZE); a larger length is not a header.
+MAX_HEADER = 100_000_000
+LFS_POINTER = b"version https://git-lfs"
 
 
 def expected_size(handle):
     """(file size, tensor bytes) a safetensors file must have, from its own header."""
     head = handle.read(8)
+    if head.startswith(LFS_POINTER[:8]) and (head + handle.read(len(LFS_POINTER) - 8)).startswith(LFS_POINTER):
+        raise ValueError("a git-lfs pointer file, not the weights: the download fetched the pointer; fetch the "
+                         "file itself (git lfs pull, or remove it and run again)")
     if len(head) < 8:
         raise ValueError("shorter than the 8-byte header length")
     (length,) = struct.unpack("<Q", head)
+    size = os.fstat(handle.fileno()).st_size
+    if length > min(MAX_HEADER, size - 8):
+        raise ValueError("its header length says %d bytes, more than %s: not a safetensors file"
+                         % (length, "the file holds" if length <= MAX_HEADER else "safetensors allows"))
     header = json.loads(handle.read(length))
+    if not isinstance(header, dict):
+        raise ValueError("its header is not a JSON object")
     ends = [t["data_offsets"][1] for name, t in header.items() if name != "__metadata__"]
+    if not all(isinstance(end, int) and not isinstance(end, bool) and end >= 0 for end in ends):
+        raise ValueError("its header has a tensor whose data_offsets are not byte offsets")
     data = max(ends) if ends else 0
     return 8 + length + data, data
 
@@ -114,10 +130,32 @@ def expected_files(path):
     """(weight files, index total_size or None), or raises OSError/ValueError when there is nothing to read."""
     index = os.path.join(path, INDEX)
     if os.path.exists(index):
-        with open(index) as handle:
-            data = json.load(handle)
-        return sorted(set(data["weight_map"].values())), data.get("metadata", {}).get("total_size")
+        with open(index, "rb") as handle:
+            data = json.loads(handle.read(MAX_HEADER + 1))
+        return index_files(data)
     return ["model.safetensors"], None
+
+
+def index_files(data):
+    """(weight files, total_size or None) from a parsed index; ValueError saying what is malformed."""
+    if not isinstance(data, dict):
+        raise ValueError("it is not a JSON object")
+    weight_map = data.get("weight_map")
+    if not isinstance(weight_map, dict):
+        raise ValueError("it has no weight_map object (tensor name -> file)")
+    if not weight_map:
+        raise ValueError("its weight_map is empty: it names no weight file")
+    files = set(weight_map.values())
+    for name in files:
+        # The index comes from the Hub, a peer: its file names stay inside the checkpoint folder.
+        if not isinstance(name, str) or not name or name.startswith("/") or ".." in name.split("/") \
+                or "\x00" in name:
+            raise ValueError("its weight_map names %r, not a file inside the checkpoint folder" % (name,))
+    metadata = data.get("metadata", {})
+    total = metadata.get("total_size") if isinstance(metadata, dict) else None
+    if total is not None and (not isinstance(total, int) or isinstance(total, bool) or total < 0):
+        raise ValueError("its metadata.total_size is %r, not a byte count" % (total,))
+    return sorted(files), total
 
 
 def check(path):
@@ -139,14 +177,14 @@ def check(path):
         try:
             with open(full, "rb") as handle:
                 want, data = expected_size(handle)
-        except (OSError, ValueError, KeyError, IndexError, TypeError) as err:
+        except (OSError, ValueError, KeyError, IndexError, TypeError, AttributeError) as err:
             result["truncated"].append("%s (header unreadable: %s)" % (name, err))
             continue
         have = os.path.getsize(full)
         data_sum += data
         if have != want:
             result["truncated"].append("%s (%d/%d bytes)" % (name, have, want))
-    for root, _, names in os.walk(path):
+    for root, _dirs, names in os.walk(path):
         result["partial"] += sorted(os.path.relpath(os.path.join(root, n), path)
                                     for n in names if n.endswith((".part", ".incomplete")))
     if result["missing"]:
@@ -168,31 +206,30 @@ def main():
                                           "repo": {"type": "str", "default": ""},
                                           "revision": {"type": "str", "default": ""}},
                            supports_check_mode=True)
-    params = module.params
-    result = check(params["path"])
-    changed, marked = False, False
-    if params["marker"]:
-        marker = os.path.join(params["path"], params["marker"])
-        content = json.dumps({"repo": params["repo"], "revision": params["revision"], "files": result["files"]},
-                             sort_keys=True) + "\n"
-        try:
-            with open(marker) as handle:
-                current = handle.read()
-        except OSError:
-            current = None
-        if result["complete"]:
-            marked = True
-            if current != content:
-                changed = True
+    with failures_as_sentences(module, "hf_checkpoint_status"):
+        params = module.params
+        result = check(params["path"])
+        changed, marked = False, False
+        if params["marker"]:
+            marker = os.path.join(params["path"], params["marker"])
+            content = json.dumps({"repo": params["repo"], "revision": params["revision"], "files": result["files"]},
+                                 sort_keys=True) + "\n"
+            try:
+                with open(marker) as handle:
+                    current = handle.read()
+            except OSError:
+                current = None
+            if result["complete"]:
+                marked = True
+                if current != content:
+                    changed = True
+                    if not module.check_mode:
+                        write_atomic(marker, content)
+            elif current is not None:
+                changed = True  # a marker over an incomplete checkpoint is a lie: remove it
                 if not module.check_mode:
-                    with open(marker + ".tmp", "w") as handle:
-                        handle.write(content)
-                    os.replace(marker + ".tmp", marker)
-        elif current is not None:
-            changed = True  # a marker over an incomplete checkpoint is a lie: remove it
-            if not module.check_mode:
-                os.unlink(marker)
-    module.exit_json(changed=changed, marked=marked, **result)
+                    os.unlink(marker)
+        module.exit_json(changed=changed, marked=marked, **result)
 
 
 if __name__ == "__main__":

@@ -21,7 +21,7 @@ description:
     continues the C(.part) where it stopped. Meant to run as a retried task (C(until) with C(retries)), so that
     callback_plugins/sglang_progress.py prints one line per try; a failure fails that try, which ends the loop.
 version_added: "1.1.0"
-author: sglang-longctx maintainers
+author: sglang-longctx maintainers (!UNKNOWN)
 options:
   repo:
     description: Model repository, C(org/name).
@@ -127,43 +127,105 @@ progress_clock:
   type: str
 """
 
+import hashlib
+import http.client
 import json
 import os
 import time
 import urllib.error
 import urllib.parse
-import urllib.request
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.sglang_errors import failures_as_sentences
+from ansible.module_utils.sglang_http import open_bearer, read_bounded
+from ansible.module_utils.sglang_text import duration
+from ansible.module_utils.sglang_text import human_bytes as human
 
 CHUNK = 8 * 2**20
 
 
+class FinalError(Exception):
+    """A download that running again cannot fix: the Hub's listing and what is served disagree."""
+
+
 def request(url, token, timeout, offset=0):
-    req = urllib.request.Request(url)
-    if token:
-        # Unredirected: a redirect to a storage host (signed URL) must not carry the token.
-        req.add_unredirected_header("Authorization", "Bearer " + token)
-    if offset:
-        req.add_header("Range", "bytes=%d-" % offset)
-    return urllib.request.urlopen(req, timeout=timeout)  # noqa: S310 - the endpoint is an https/http URL option
+    """GET url; the token goes to url only, never along a redirect (the Hub sends files to a storage host)."""
+    headers = {"Range": "bytes=%d-" % offset} if offset else {}
+    # decompress=False: the bytes on disk must be the bytes the Hub lists (size, sha256), ranges included.
+    return open_bearer(url, token, headers=headers, timeout=timeout, follow_redirects="safe", decompress=False)
+
+
+def confined(name):
+    """The listing's file name when it stays inside the download folder, else None: no absolute name, no '..', no
+    empty part, no NUL or backslash (a peer's listing names the files; it must not name where they go)."""
+    if not isinstance(name, str) or not name or "\x00" in name or "\\" in name or name.startswith("/"):
+        return None
+    return name if all(part not in ("", ".", "..") for part in name.split("/")) else None
+
+
+def parse_listing(info, where):
+    """(commit, {file: size or None}, {file: sha256}) from the Hub's answer; ValueError naming what is wrong."""
+    if not isinstance(info, dict) or not isinstance(info.get("sha"), str) or not isinstance(
+            info.get("siblings", []), list):
+        raise ValueError("%s is not a Hub revision listing (no commit sha or siblings list)" % where)
+    sizes, digests = {}, {}
+    for sibling in info.get("siblings", []):
+        name = confined(sibling.get("rfilename")) if isinstance(sibling, dict) else None
+        if name is None:
+            raise FinalError("%s names a file outside the download folder or no file at all (%r): refused, nothing "
+                             "was downloaded; check the endpoint is the Hub or a faithful mirror" % (where, sibling))
+        size = sibling.get("size")
+        if size is not None and (not isinstance(size, int) or isinstance(size, bool) or size < 0):
+            raise FinalError("%s lists %s with size %r, not a byte count" % (where, name, size))
+        sizes[name] = size
+        lfs = sibling.get("lfs")
+        if isinstance(lfs, dict) and isinstance(lfs.get("sha256"), str):
+            digests[name] = lfs["sha256"].lower()
+    return info["sha"], sizes, digests
 
 
 def listing(endpoint, repo, revision, token, timeout):
-    """(commit, {file: size or None}) of the revision."""
+    """(commit, {file: size or None}, {file: sha256 where the Hub gives it}) of the revision."""
     url = "%s/api/models/%s/revision/%s?blobs=true" % (endpoint, repo, urllib.parse.quote(revision, safe=""))
     with request(url, token, timeout) as response:
-        info = json.load(response)
-    return info["sha"], {s["rfilename"]: s.get("size") for s in info.get("siblings", [])}
+        info = json.loads(read_bounded(response, what=url))
+    return parse_listing(info, url)
 
 
-def fetch(url, dest, size, token, timeout, deadline=None):
+def sha256_of(path):
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(CHUNK), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _served_total(response, offset):
+    """The file's whole size as the server states it (Content-Range's total, or offset + Content-Length)."""
+    content_range = response.headers.get("Content-Range") or ""
+    if "/" in content_range and content_range.rsplit("/", 1)[1].strip().isdigit():
+        return int(content_range.rsplit("/", 1)[1])
+    length = response.headers.get("Content-Length") or ""
+    return offset + int(length) if length.strip().isdigit() else None
+
+
+def _refuse(part, name, served, size):
+    """A final size error: the .part goes (resuming it would only repeat the error)."""
+    if os.path.exists(part):
+        os.unlink(part)
+    raise FinalError("%s: the server sent %d bytes but the Hub's listing says %d: the mirror and the listing disagree, "
+                     "so no run can complete it; the partial file was removed. Check sglang_hf_endpoint and the "
+                     "revision" % (name, served, size))
+
+
+def fetch(url, dest, size, token, timeout, deadline=None, sha256=None):
     """Download url to dest through dest.part, continuing a partial one.
 
     Returns (offset resumed at, bytes written, whether dest is now whole). Past `deadline` (time.monotonic())
-    it stops reading and keeps the .part for the next call, unless the server ignored the Range.
+    it stops reading and keeps the .part for the next call, unless the server ignored the Range. A file served at
+    another size than `size`, or whose content is not `sha256`, raises FinalError.
     """
-    part = dest + ".part"
+    name, part = os.path.basename(dest), dest + ".part"
     offset = os.path.getsize(part) if os.path.exists(part) else 0
     if size is not None and offset > size:
         offset = 0  # not a prefix of this file: start again
@@ -178,8 +240,11 @@ def fetch(url, dest, size, token, timeout, deadline=None):
         if response is not None:
             with response:
                 ranged = True
-                if offset and response.status != 206:
+                if offset and response.getcode() != 206:
                     offset, resumed, ranged = 0, 0, False  # the server ignored the range: the whole file follows
+                served = _served_total(response, offset)
+                if size is not None and served is not None and served != size:
+                    _refuse(part, name, served, size)
                 with open(part, "ab" if offset else "wb") as handle:
                     while True:
                         # read1: what has arrived (up to CHUNK), so that a slow link still meets the deadline.
@@ -188,6 +253,8 @@ def fetch(url, dest, size, token, timeout, deadline=None):
                             break
                         handle.write(chunk)
                         written += len(chunk)
+                        if size is not None and offset + written > size:
+                            break  # more than listed: refused below, without reading the rest
                         if deadline is not None and ranged and time.monotonic() >= deadline:
                             stopped = True
                             break
@@ -195,7 +262,12 @@ def fetch(url, dest, size, token, timeout, deadline=None):
     if stopped and (size is None or have < size):
         return resumed, written, False
     if size is not None and have != size:
-        raise ValueError("%s: got %d of %d bytes (run again to resume)" % (os.path.basename(dest), have, size))
+        _refuse(part, name, have, size)
+    if sha256 and sha256_of(part) != sha256:
+        got = sha256_of(part)
+        os.unlink(part)
+        raise FinalError("%s: its content's sha256 is %s but the Hub lists %s: the copy served is not the file; it "
+                         "was removed. Check sglang_hf_endpoint (a mirror serving other bytes)" % (name, got, sha256))
     os.replace(part, dest)
     return resumed, written, True
 
@@ -211,18 +283,6 @@ def on_disk(folder, files):
         elif os.path.exists(path + ".part"):
             have += min(os.path.getsize(path + ".part"), size if size is not None else float("inf"))
     return int(have), whole
-
-
-def human(nbytes):
-    """1 decimal in GiB from 1 GiB up, else in MiB."""
-    return "%.1f GiB" % (nbytes / 2.0**30) if nbytes >= 2**30 else "%.1f MiB" % (nbytes / 2.0**20)
-
-
-def duration(seconds):
-    seconds = int(seconds)
-    if seconds >= 3600:
-        return "%dh%02dm" % (seconds // 3600, seconds % 3600 // 60)
-    return "%dm%02ds" % (seconds // 60, seconds % 60) if seconds >= 60 else "%ds" % seconds
 
 
 def progress_line(repo, done, total, whole, count, rate, finished):
@@ -247,58 +307,68 @@ def main():
         "endpoint": {"type": "str", "default": "https://huggingface.co"}, "timeout": {"type": "int", "default": 60},
         "poll": {"type": "int"},
     }, supports_check_mode=True)
-    p = module.params
-    if p["poll"] is not None and p["poll"] < 1:
-        module.fail_json(msg="poll=%r must be at least 1 (seconds one call downloads), or unset to download all in "
-                             "one call." % p["poll"])
-    token = None
-    if p["token_file"] and os.path.exists(p["token_file"]):
-        with open(p["token_file"]) as handle:
-            token = handle.read().strip() or None
-    endpoint = p["endpoint"].rstrip("/")
-    try:
-        commit, files = listing(endpoint, p["repo"], p["revision"], token, p["timeout"])
-    except (urllib.error.URLError, OSError, ValueError, KeyError) as err:
-        hint = " (a gated or private model needs sglang_hf_token)" if getattr(err, "code", None) in (401, 403) else ""
-        module.fail_json(msg="Cannot list %s@%s on %s: %s%s" % (p["repo"], p["revision"], endpoint, err, hint))
-    todo = [name for name, size in sorted(files.items())
-            if not (os.path.exists(os.path.join(p["path"], name))
-                    and (size is None or os.path.getsize(os.path.join(p["path"], name)) == size))]
-    total = sum(size or 0 for size in files.values())
-    if module.check_mode:
-        module.exit_json(changed=bool(todo), commit=commit, fetched=todo, resumed={}, done=True,
-                         bytes_done=on_disk(p["path"], files)[0], bytes_total=total, files_done=len(files) - len(todo),
-                         files_total=len(files), bytes_per_s=None,
-                         progress="%d of %d files to download from %s" % (len(todo), len(files), p["repo"]))
-    start = time.monotonic()
-    deadline = start + p["poll"] if p["poll"] else None
-    fetched, resumed, written, stopped = [], {}, 0, False
-    for name in todo:
-        if deadline is not None and time.monotonic() >= deadline:
-            stopped = True  # the rest is the next call's
-            break
-        dest = os.path.join(p["path"], name)
-        os.makedirs(os.path.dirname(dest), exist_ok=True)
-        url = "%s/%s/resolve/%s/%s" % (endpoint, p["repo"], commit, urllib.parse.quote(name))
+    with failures_as_sentences(module, "hf_download"):
+        p = module.params
+        if p["poll"] is not None and p["poll"] < 1:
+            module.fail_json(msg="poll=%r must be at least 1 (seconds one call downloads), or unset to download all in "
+                                 "one call." % p["poll"])
+        token = None
+        if p["token_file"] and os.path.exists(p["token_file"]):
+            with open(p["token_file"]) as handle:
+                token = handle.read().strip() or None
+        endpoint = p["endpoint"].rstrip("/")
         try:
-            offset, wrote, whole = fetch(url, dest, files[name], token, p["timeout"], deadline)
-        except (urllib.error.URLError, OSError, ValueError) as err:
-            module.fail_json(msg="Downloading %s from %s failed: %s. The partial file is kept; run again to resume."
-                             % (name, p["repo"], err), fetched=fetched, resumed=resumed)
-        written += wrote
-        if offset:
-            resumed[name] = offset
-        if not whole:
-            stopped = True
-            break
-        fetched.append(name)
-    seconds = time.monotonic() - start
-    have, whole_files = on_disk(p["path"], files)
-    rate = round(written / seconds, 1) if written and seconds > 0 else None
-    module.exit_json(changed=bool(fetched or written), commit=commit, fetched=fetched, resumed=resumed,
-                     done=not stopped, bytes_done=have, bytes_total=total, files_done=whole_files,
-                     files_total=len(files), bytes_per_s=rate, progress_clock="task",
-                     progress=progress_line(p["repo"], have, total, whole_files, len(files), rate, not stopped))
+            commit, files, digests = listing(endpoint, p["repo"], p["revision"], token, p["timeout"])
+        except FinalError as err:
+            module.fail_json(msg="Cannot download %s@%s: %s." % (p["repo"], p["revision"], err))
+        except (urllib.error.URLError, OSError, ValueError, http.client.HTTPException) as err:
+            gated = getattr(err, "code", None) in (401, 403)
+            hint = " (a gated or private model needs sglang_hf_token)" if gated else ""
+            module.fail_json(msg="Cannot list %s@%s on %s: %s%s" % (p["repo"], p["revision"], endpoint, err, hint))
+        todo = [name for name, size in sorted(files.items())
+                if not (os.path.exists(os.path.join(p["path"], name))
+                        and (size is None or os.path.getsize(os.path.join(p["path"], name)) == size))]
+        total = sum(size or 0 for size in files.values())
+        if module.check_mode:
+            module.exit_json(changed=bool(todo), commit=commit, fetched=todo, resumed={}, done=True,
+                             bytes_done=on_disk(p["path"], files)[0], bytes_total=total,
+                             files_done=len(files) - len(todo), files_total=len(files), bytes_per_s=None,
+                             progress="%d of %d files to download from %s" % (len(todo), len(files), p["repo"]))
+        start = time.monotonic()
+        deadline = start + p["poll"] if p["poll"] else None
+        fetched, resumed, written, stopped = [], {}, 0, False
+        for name in todo:
+            if deadline is not None and time.monotonic() >= deadline:
+                stopped = True  # the rest is the next call's
+                break
+            dest = os.path.join(p["path"], name)
+            os.makedirs(os.path.dirname(dest), exist_ok=True)
+            if not os.path.realpath(dest).startswith(os.path.realpath(p["path"]) + os.sep):
+                module.fail_json(msg="%s would be written outside path=%s (through a symbolic link there): refused; "
+                                     "remove the link" % (name, p["path"]), fetched=fetched, resumed=resumed)
+            url = "%s/%s/resolve/%s/%s" % (endpoint, p["repo"], commit, urllib.parse.quote(name))
+            try:
+                offset, wrote, whole = fetch(url, dest, files[name], token, p["timeout"], deadline, digests.get(name))
+            except FinalError as err:
+                module.fail_json(msg="Downloading %s from %s failed: %s." % (name, p["repo"], err), fetched=fetched,
+                                 resumed=resumed)
+            except (urllib.error.URLError, OSError, ValueError, http.client.HTTPException) as err:
+                module.fail_json(msg="Downloading %s from %s failed: %s. The partial file is kept; run again to resume."
+                                 % (name, p["repo"], err), fetched=fetched, resumed=resumed)
+            written += wrote
+            if offset:
+                resumed[name] = offset
+            if not whole:
+                stopped = True
+                break
+            fetched.append(name)
+        seconds = time.monotonic() - start
+        have, whole_files = on_disk(p["path"], files)
+        rate = round(written / seconds, 1) if written and seconds > 0 else None
+        module.exit_json(changed=bool(fetched or written), commit=commit, fetched=fetched, resumed=resumed,
+                         done=not stopped, bytes_done=have, bytes_total=total, files_done=whole_files,
+                         files_total=len(files), bytes_per_s=rate, progress_clock="task",
+                         progress=progress_line(p["repo"], have, total, whole_files, len(files), rate, not stopped))
 
 
 if __name__ == "__main__":

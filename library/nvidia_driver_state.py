@@ -19,7 +19,7 @@ description:
     C(nvidia) module is built and installed for it at the installed version.
   - Changes nothing.
 version_added: "1.1.0"
-author: sglang-longctx maintainers
+author: sglang-longctx maintainers (!UNKNOWN)
 options:
   package:
     description: The package whose version is the driver's (its upstream part, before the last C(-), is compared).
@@ -91,18 +91,8 @@ import os
 import re
 
 from ansible.module_utils.basic import AnsibleModule
-
-SYS_VERSION = "/sys/module/nvidia/version"
-SYS_TAINT = "/sys/module/nvidia/taint"
-PROC_VERSION = "/proc/driver/nvidia/version"
-
-
-def parse_proc_version(text):
-    """(version, flavour) from /proc/driver/nvidia/version; the open module says "Open Kernel Module for <arch>"."""
-    match = re.search(r"NVRM version:.*?Kernel Module(?: for \S+)?\s+([0-9]+(?:\.[0-9]+)+)", text or "")
-    if not match:
-        return None, "none"
-    return match.group(1), "open" if "Open Kernel Module" in text else "proprietary"
+from ansible.module_utils.sglang_errors import failures_as_sentences
+from ansible.module_utils.sglang_nvidia import PROC_VERSION, SYS_TAINT, SYS_VERSION, parse_proc_version, read_text
 
 
 def flavour_from_taint(taint):
@@ -147,11 +137,7 @@ def dkms_by_kernel(states, version, kernels):
 
 
 def read(path):
-    try:
-        with open(path) as handle:
-            return handle.read().strip()
-    except OSError:
-        return None
+    return (read_text(path) or "").strip() or None
 
 
 def main():
@@ -160,43 +146,45 @@ def main():
                        "flavour": {"type": "str", "choices": ["open", "proprietary"]},
                        "check_dkms": {"type": "bool", "default": False}},
         supports_check_mode=True)
-    params = module.params
+    with failures_as_sentences(module, "nvidia_driver_state"):
+        params = module.params
 
-    proc = read(PROC_VERSION)
-    proc_version, proc_flavour = parse_proc_version(proc)
-    loaded = read(SYS_VERSION) or proc_version
-    if not loaded:
-        loaded_flavour = "none"
-    elif proc:
-        loaded_flavour = proc_flavour
-    else:
-        loaded_flavour = flavour_from_taint(read(SYS_TAINT))
+        proc = read(PROC_VERSION)
+        proc_version, proc_flavour = parse_proc_version(proc)
+        loaded = read(SYS_VERSION) or proc_version
+        if not loaded:
+            loaded_flavour = "none"
+        elif proc:
+            loaded_flavour = proc_flavour
+        else:
+            loaded_flavour = flavour_from_taint(read(SYS_TAINT))
 
-    rc, out, _ = module.run_command(["dpkg-query", "-W", "-f=${Status}|${Version}", params["package"]])
-    installed = None
-    if rc == 0 and out.startswith(("install ok installed", "hold ok installed")):
-        installed = upstream(out.split("|", 1)[1])
+        rc, out, _err = module.run_command(["dpkg-query", "-W", "-f=${Status}|${Version}", params["package"]])
+        installed = None
+        if rc == 0 and out.startswith(("install ok installed", "hold ok installed")):
+            installed = upstream(out.split("|", 1)[1])
 
-    ondisk = None
-    modinfo = module.get_bin_path("modinfo", opt_dirs=["/usr/sbin", "/sbin"])
-    if modinfo:
-        rc, out, _ = module.run_command([modinfo, "-F", "version", "nvidia"])
-        ondisk = out.strip() or None if rc == 0 else None
+        ondisk = None
+        modinfo = module.get_bin_path("modinfo", opt_dirs=["/usr/sbin", "/sbin"])
+        if modinfo:
+            rc, out, _err = module.run_command([modinfo, "-F", "version", "nvidia"])
+            ondisk = out.strip() or None if rc == 0 else None
 
-    reasons = decide(installed, loaded, loaded_flavour, params["flavour"])
-    result = {"changed": False, "reboot_required": bool(reasons), "reasons": reasons, "installed_version": installed,
-              "loaded_version": loaded, "loaded_flavour": loaded_flavour, "ondisk_version": ondisk}
+        reasons = decide(installed, loaded, loaded_flavour, params["flavour"])
+        result = {"changed": False, "reboot_required": bool(reasons), "reasons": reasons,
+                  "installed_version": installed, "loaded_version": loaded, "loaded_flavour": loaded_flavour,
+                  "ondisk_version": ondisk}
 
-    if params["check_dkms"]:
-        # Every kernel with headers (a build link): DKMS can and must build the module for each of them.
-        root = "/lib/modules"
-        kernels = sorted(k for k in os.listdir(root) if os.path.isdir(os.path.join(root, k, "build"))) \
-            if os.path.isdir(root) else []
-        dkms = module.get_bin_path("dkms", opt_dirs=["/usr/sbin", "/sbin"])
-        out = module.run_command([dkms, "status"])[1] if dkms else ""
-        result["dkms"] = dkms_by_kernel(parse_dkms_status(out), installed, kernels)
-        result["dkms_missing"] = [k for k, state in result["dkms"].items() if state != "installed"]
-    module.exit_json(**result)
+        if params["check_dkms"]:
+            # Every kernel with headers (a build link): DKMS can and must build the module for each of them.
+            root = "/lib/modules"
+            kernels = sorted(k for k in os.listdir(root) if os.path.isdir(os.path.join(root, k, "build"))) \
+                if os.path.isdir(root) else []
+            dkms = module.get_bin_path("dkms", opt_dirs=["/usr/sbin", "/sbin"])
+            out = module.run_command([dkms, "status"])[1] if dkms else ""
+            result["dkms"] = dkms_by_kernel(parse_dkms_status(out), installed, kernels)
+            result["dkms_missing"] = [k for k, state in result["dkms"].items() if state != "installed"]
+        module.exit_json(**result)
 
 
 if __name__ == "__main__":

@@ -18,7 +18,7 @@ description:
   - Secure Boot from C(mokutil --sb-state) or the EFI variable.
   - Changes nothing; sets the fact C(nvidia_gpu).
 version_added: "1.0.0"
-author: sglang-longctx maintainers
+author: sglang-longctx maintainers (!UNKNOWN)
 options: {}
 notes:
   - Supports check mode.
@@ -60,6 +60,8 @@ import os
 import re
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.sglang_errors import failures_as_sentences
+from ansible.module_utils.sglang_nvidia import PROC_VERSION, SYS_TAINT, SYS_VERSION, parse_proc_version, read_text
 
 SECURE_BOOT_VAR = "/sys/firmware/efi/efivars/SecureBoot-8be4df61-93ca-11d2-aa0d-00e098032b8c"
 
@@ -97,14 +99,6 @@ def flavour_from_license(license_text):
     return "open" if "MIT" in text or "GPL" in text else "proprietary"
 
 
-def parse_proc_version(text):
-    """(version, flavour) from /proc/driver/nvidia/version; the open module says "Open Kernel Module for <arch>"."""
-    match = re.search(r"NVRM version:.*?Kernel Module(?: for \S+)?\s+([0-9]+(?:\.[0-9]+)+)", text or "")
-    if not match:
-        return None, "none"
-    return match.group(1), "open" if "Open Kernel Module" in text else "proprietary"
-
-
 def loaded_module(sys_version, sys_taint, proc_text):
     """(version, flavour) of the running nvidia module, or (None, "none") when none is loaded."""
     proc_version, proc_flavour = parse_proc_version(proc_text)
@@ -116,63 +110,59 @@ def loaded_module(sys_version, sys_taint, proc_text):
     return version, "proprietary" if "P" in (sys_taint or "") else "open"
 
 
-def read(path):
-    try:
-        with open(path) as handle:
-            return handle.read()
-    except OSError:
-        return None
+read = read_text
 
 
 def main():
     module = AnsibleModule(argument_spec={}, supports_check_mode=True)
-    facts = {"source": "none", "count": 0, "names": [], "memory_mib_min": None, "driver_version": None,
-             "module_flavour": "none", "driver_loaded": False, "ondisk_version": None, "ondisk_flavour": "none",
-             "nvswitch": False, "secure_boot": False}
+    with failures_as_sentences(module, "nvidia_gpu_facts"):
+        facts = {"source": "none", "count": 0, "names": [], "memory_mib_min": None, "driver_version": None,
+                 "module_flavour": "none", "driver_loaded": False, "ondisk_version": None, "ondisk_flavour": "none",
+                 "nvswitch": False, "secure_boot": False}
 
-    smi = module.get_bin_path("nvidia-smi")
-    if smi:
-        rc, out, _ = module.run_command([smi, "--query-gpu=index,name,memory.total,driver_version",
-                                         "--format=csv,noheader,nounits"])
-        gpus = parse_nvidia_smi(out) if rc == 0 else []
-        if gpus:
-            facts.update(source="nvidia-smi", count=len(gpus), names=sorted({g["name"] for g in gpus}),
-                         memory_mib_min=min(g["memory_mib"] for g in gpus), driver_version=gpus[0]["driver_version"])
-            rc, out, _ = module.run_command([smi, "-q"])
-            facts["nvswitch"] = rc == 0 and bool(re.search(r"Fabric\s+State\s+:\s+(Completed|In Progress)", out))
+        smi = module.get_bin_path("nvidia-smi")
+        if smi:
+            rc, out, _err = module.run_command([smi, "--query-gpu=index,name,memory.total,driver_version",
+                                                "--format=csv,noheader,nounits"])
+            gpus = parse_nvidia_smi(out) if rc == 0 else []
+            if gpus:
+                facts.update(source="nvidia-smi", count=len(gpus), names=sorted({g["name"] for g in gpus}),
+                             memory_mib_min=min(g["memory_mib"] for g in gpus),
+                             driver_version=gpus[0]["driver_version"])
+                rc, out, _err = module.run_command([smi, "-q"])
+                facts["nvswitch"] = rc == 0 and bool(re.search(r"Fabric\s+State\s+:\s+(Completed|In Progress)", out))
 
-    lspci = module.get_bin_path("lspci", opt_dirs=["/usr/local/sbin", "/usr/sbin", "/sbin"])
-    if lspci:
-        rc, out, _ = module.run_command([lspci, "-nn", "-d", "10de:"])
-        if rc == 0:
-            gpus, switches = parse_lspci(out)
-            facts["nvswitch"] = facts["nvswitch"] or switches > 0
-            if facts["source"] == "none" and gpus:
-                facts.update(source="lspci", count=len(gpus), names=sorted({g["name"] for g in gpus}))
+        lspci = module.get_bin_path("lspci", opt_dirs=["/usr/local/sbin", "/usr/sbin", "/sbin"])
+        if lspci:
+            rc, out, _err = module.run_command([lspci, "-nn", "-d", "10de:"])
+            if rc == 0:
+                gpus, switches = parse_lspci(out)
+                facts["nvswitch"] = facts["nvswitch"] or switches > 0
+                if facts["source"] == "none" and gpus:
+                    facts.update(source="lspci", count=len(gpus), names=sorted({g["name"] for g in gpus}))
 
-    modinfo = module.get_bin_path("modinfo", opt_dirs=["/usr/sbin", "/sbin"])
-    if modinfo:
-        rc, out, _ = module.run_command([modinfo, "-F", "license", "nvidia"])
-        facts["ondisk_flavour"] = flavour_from_license(out) if rc == 0 else "none"
-        rc, out, _ = module.run_command([modinfo, "-F", "version", "nvidia"])
-        facts["ondisk_version"] = (out.strip() or None) if rc == 0 else None
+        modinfo = module.get_bin_path("modinfo", opt_dirs=["/usr/sbin", "/sbin"])
+        if modinfo:
+            rc, out, _err = module.run_command([modinfo, "-F", "license", "nvidia"])
+            facts["ondisk_flavour"] = flavour_from_license(out) if rc == 0 else "none"
+            rc, out, _err = module.run_command([modinfo, "-F", "version", "nvidia"])
+            facts["ondisk_version"] = (out.strip() or None) if rc == 0 else None
 
-    # What runs is the loaded module, not the file on disk: they differ until the reboot after an install.
-    version, flavour = loaded_module(read("/sys/module/nvidia/version"), read("/sys/module/nvidia/taint"),
-                                     read("/proc/driver/nvidia/version"))
-    facts.update(driver_loaded=version is not None, module_flavour=flavour)
-    if version:
-        facts["driver_version"] = version
+        # What runs is the loaded module, not the file on disk: they differ until the reboot after an install.
+        version, flavour = loaded_module(read(SYS_VERSION), read(SYS_TAINT), read(PROC_VERSION))
+        facts.update(driver_loaded=version is not None, module_flavour=flavour)
+        if version:
+            facts["driver_version"] = version
 
-    mokutil = module.get_bin_path("mokutil")
-    if mokutil:
-        rc, out, _ = module.run_command([mokutil, "--sb-state"])
-        facts["secure_boot"] = rc == 0 and "SecureBoot enabled" in out
-    elif os.path.exists(SECURE_BOOT_VAR):
-        with open(SECURE_BOOT_VAR, "rb") as handle:
-            facts["secure_boot"] = handle.read()[-1:] == b"\x01"
+        mokutil = module.get_bin_path("mokutil")
+        if mokutil:
+            rc, out, _err = module.run_command([mokutil, "--sb-state"])
+            facts["secure_boot"] = rc == 0 and "SecureBoot enabled" in out
+        elif os.path.exists(SECURE_BOOT_VAR):
+            with open(SECURE_BOOT_VAR, "rb") as handle:
+                facts["secure_boot"] = handle.read()[-1:] == b"\x01"
 
-    module.exit_json(changed=False, ansible_facts={"nvidia_gpu": facts})
+        module.exit_json(changed=False, ansible_facts={"nvidia_gpu": facts})
 
 
 if __name__ == "__main__":

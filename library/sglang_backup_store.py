@@ -6,7 +6,7 @@ from __future__ import annotations
 DOCUMENTATION = r"""
 ---
 module: sglang_backup_store
-short_description: Keep, list, mark proven and restore the states of an SGLang service (unit, env file, config)
+short_description: Keep, mark proven and restore the states of an SGLang service (unit, env file, config)
 description:
   - A state is the service's files taken together (the systemd unit, its env file, SGLang's --config file).
     The store keeps one entry per distinct state, C(<dir>/<UTC timestamp>/), holding copies of the files
@@ -19,9 +19,9 @@ description:
   - C(proven) records the proof on the live state's entry (adding the entry first if needed); the first proof
     of a state is kept, so a re-run changes nothing.
   - C(restore) copies an entry's files over the live ones (each by rename); it never prunes.
-  - C(list) changes nothing.
+  - To read the store without changing it, use C(sglang_backup_store_info).
 version_added: "1.0.0"
-author: sglang-longctx maintainers
+author: sglang-longctx maintainers (!UNKNOWN)
 options:
   dir:
     description: The store's folder (created 0700 root when missing).
@@ -35,8 +35,8 @@ options:
   state:
     description: What to do.
     type: str
-    choices: [list, snapshot, proven, restore]
-    default: list
+    choices: [snapshot, proven, restore]
+    required: true
   manifest:
     description:
       - What to record with a new entry (C(snapshot), C(proven)), e.g. C(context_target), C(plan),
@@ -72,12 +72,6 @@ EXAMPLES = r"""
     state: snapshot
     keep: 10
     manifest: {reason: found on the host}
-
-- name: Which states were proven
-  sglang_backup_store:
-    dir: /var/backups/sglang
-    files: [/etc/systemd/system/sglang.service, /etc/sglang/sglang.env, /etc/sglang/sglang.yaml]
-  register: store
 """
 
 RETURN = r"""
@@ -103,234 +97,45 @@ pruned:
   returned: always
 """
 
-import hashlib
-import json
-import os
-import re
-import shutil
-from datetime import UTC, datetime
-
 from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.sglang_errors import failures_as_sentences
+from ansible.module_utils.sglang_store import Store, StoreError, store_facts
 
-MANIFEST = "backup.json"
-FORMAT = 1
-
-
-class StoreError(Exception):
-    pass
-
-
-def digest(path):
-    """sha256 of a file, or None when it does not exist."""
-    if not os.path.isfile(path):
-        return None
-    sha = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 16), b""):
-            sha.update(block)
-    return sha.hexdigest()
-
-
-def live_digests(files):
-    return {os.path.basename(path): digest(path) for path in files}
-
-
-def context_target_of(unit_text):
-    """--context-length from a unit, quoted ("--context-length" "200000") or not; 0 when absent."""
-    found = re.search(r'--context-length"?\s+"?([0-9]+)', unit_text or "")
-    return int(found.group(1)) if found else 0
-
-
-def write_json(path, data):
-    """Replace path by rename, so a reader never sees half a manifest."""
-    tmp = "%s.tmp-%d" % (path, os.getpid())
-    with open(tmp, "w", encoding="utf-8") as handle:
-        json.dump(data, handle, indent=2, sort_keys=True)
-        handle.write("\n")
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.chmod(tmp, 0o600)
-    os.replace(tmp, path)
-
-
-def copy_preserving(src, dest):
-    """Copy content, mode and owner; the destination appears by rename (never half written)."""
-    tmp = os.path.join(os.path.dirname(dest), ".%s.tmp-%d" % (os.path.basename(dest), os.getpid()))
-    shutil.copyfile(src, tmp)
-    st = os.stat(src)
-    os.chmod(tmp, st.st_mode & 0o7777)
-    try:
-        os.chown(tmp, st.st_uid, st.st_gid)
-    except PermissionError:  # not root (the unit tests): the mode is what matters for secrecy
-        pass
-    os.replace(tmp, dest)
-
-
-class Store:
-    def __init__(self, folder, files, now=None):
-        self.dir, self.files = folder, list(files)
-        self.now = now or (lambda: datetime.now(UTC))
-
-    # -- reading ---------------------------------------------------------------------------------
-    def entries(self):
-        """Manifests, newest first (names are UTC timestamps, so they sort by time)."""
-        if not os.path.isdir(self.dir):
-            return []
-        found = []
-        for name in sorted(os.listdir(self.dir), reverse=True):
-            path = os.path.join(self.dir, name)
-            if name.startswith(".") or not os.path.isdir(path):
-                continue
-            meta = {}
-            try:
-                with open(os.path.join(path, MANIFEST), encoding="utf-8") as handle:
-                    meta = json.load(handle)
-            except (OSError, ValueError):
-                meta = {"reason": "an entry without a readable manifest (made before the store had one)"}
-            if not isinstance(meta.get("files"), dict):  # an older entry: describe what it holds
-                meta["files"] = {os.path.basename(f): digest(os.path.join(path, os.path.basename(f)))
-                                 for f in self.files}
-            if not meta.get("context_target"):
-                unit = os.path.join(path, os.path.basename(self.files[0]))
-                meta["context_target"] = context_target_of(open(unit, encoding="utf-8").read()) \
-                    if os.path.isfile(unit) else 0
-            meta.update(name=name, path=path)
-            meta.setdefault("proven", None)
-            found.append(meta)
-        return found
-
-    def view(self):
-        live = live_digests(self.files)
-        entries = self.entries()
-        current = None
-        if any(live.values()):
-            current = next((e["name"] for e in entries if e["files"] == live), None)
-        for e in entries:
-            e["current"] = e["name"] == current
-        last_proven = next((e["name"] for e in entries if e["proven"] and not e["current"]), None)
-        newest_proven = next((e["name"] for e in entries if e["proven"]), None)
-        return entries, current, last_proven, newest_proven
-
-    # -- writing ---------------------------------------------------------------------------------
-    def _new_name(self):
-        base = name = self.now().strftime("%Y%m%dT%H%M%S%fZ")
-        count = 0
-        while os.path.exists(os.path.join(self.dir, name)):  # two snapshots in one microsecond
-            count += 1
-            name = "%s-%d" % (base, count)
-        return name
-
-    def add(self, manifest, check_mode=False):
-        """Add the live state unless an entry holds it; (name, changed)."""
-        entries, current, _, _ = self.view()
-        if current:
-            return current, False
-        live = live_digests(self.files)
-        if not any(live.values()):
-            return None, False
-        name = self._new_name()
-        if check_mode:
-            return name, True
-        os.makedirs(self.dir, mode=0o700, exist_ok=True)
-        os.chmod(self.dir, 0o700)
-        tmp = os.path.join(self.dir, ".incoming-" + name)
-        os.mkdir(tmp, 0o700)
-        for path in self.files:
-            if os.path.isfile(path):
-                copy_preserving(path, os.path.join(tmp, os.path.basename(path)))
-        meta = dict(manifest)
-        meta.update(format=FORMAT, created_at=self.now().isoformat(), files=live)
-        if not meta.get("context_target") and os.path.isfile(self.files[0]):
-            meta["context_target"] = context_target_of(open(self.files[0], encoding="utf-8").read())
-        meta.setdefault("proven", None)
-        write_json(os.path.join(tmp, MANIFEST), meta)
-        os.rename(tmp, os.path.join(self.dir, name))
-        return name, True
-
-    def prune(self, keep, protect, check_mode=False):
-        if keep < 1:
-            raise StoreError("sglang_backup_keep is %r: keep at least 1 entry (the store would delete what a "
-                             "rollback needs). Set sglang_backup_keep to 1 or more." % (keep,))
-        entries, current, _, newest_proven = self.view()
-        kept = {e["name"] for e in entries[:keep]} | {current, newest_proven} | set(protect)
-        doomed = [e for e in entries if e["name"] not in kept]
-        if not check_mode:
-            for e in doomed:
-                shutil.rmtree(e["path"])
-            for name in os.listdir(self.dir) if os.path.isdir(self.dir) else []:
-                if name.startswith(".incoming-"):  # left by an interrupted snapshot
-                    shutil.rmtree(os.path.join(self.dir, name), ignore_errors=True)
-        return [e["name"] for e in doomed]
-
-    def mark_proven(self, proof, manifest, check_mode=False):
-        name, changed = self.add(manifest, check_mode)
-        if name is None:
-            raise StoreError("There is no live state to mark proven: %s missing." % ", ".join(self.files))
-        if changed and check_mode:
-            return name, True
-        path = os.path.join(self.dir, name, MANIFEST)
-        entry = next(e for e in self.entries() if e["name"] == name)
-        if entry.get("proven"):
-            return name, changed
-        if not check_mode:
-            stored = {k: v for k, v in entry.items() if k not in ("name", "path", "current")}
-            stored["proven"] = dict(proof, at=proof.get("at") or self.now().isoformat())
-            write_json(path, stored)
-        return name, True
-
-    def restore(self, name, check_mode=False):
-        entries, _, _, _ = self.view()
-        entry = next((e for e in entries if e["name"] == name), None)
-        if entry is None:
-            raise StoreError("No entry %s in %s. Entries: %s." % (name, self.dir,
-                             ", ".join(e["name"] for e in entries) or "none"))
-        unit = os.path.join(entry["path"], os.path.basename(self.files[0]))
-        if not os.path.isfile(unit):
-            raise StoreError("%s holds no %s: not a state of this service." % (entry["path"],
-                             os.path.basename(self.files[0])))
-        changed = False
-        for path in self.files:
-            kept = os.path.join(entry["path"], os.path.basename(path))
-            if os.path.isfile(kept) and digest(kept) != digest(path):
-                changed = True
-                if not check_mode:
-                    os.makedirs(os.path.dirname(path), exist_ok=True)
-                    copy_preserving(kept, path)
-        return name, changed
+__all__ = ["Store", "StoreError"]
 
 
 def main():
     module = AnsibleModule(argument_spec={
         "dir": {"type": "path", "required": True},
         "files": {"type": "list", "elements": "path", "required": True},
-        "state": {"type": "str", "default": "list", "choices": ["list", "snapshot", "proven", "restore"]},
+        "state": {"type": "str", "required": True, "choices": ["snapshot", "proven", "restore"]},
         "manifest": {"type": "dict", "default": {}},
         "proof": {"type": "dict", "default": {}},
         "name": {"type": "str"},
         "keep": {"type": "int", "default": 10},
         "protect": {"type": "list", "elements": "str", "default": []},
     }, supports_check_mode=True, required_if=[("state", "restore", ["name"])])
-    p, check = module.params, module.check_mode
-    store = Store(p["dir"], p["files"])
-    result = {"changed": False, "pruned": []}
-    try:
-        if p["keep"] < 1:
-            raise StoreError("sglang_backup_keep is %d: keep at least 1 entry. Set sglang_backup_keep to 1 or "
-                             "more." % p["keep"])
-        if p["state"] == "snapshot":
-            result["name"], result["changed"] = store.add(p["manifest"], check)
-            result["pruned"] = store.prune(p["keep"], p["protect"] + [result["name"]], check)
-        elif p["state"] == "proven":
-            result["name"], result["changed"] = store.mark_proven(p["proof"], p["manifest"], check)
-            result["pruned"] = store.prune(p["keep"], p["protect"] + [result["name"]], check)
-        elif p["state"] == "restore":
-            result["name"], result["changed"] = store.restore(p["name"], check)
-    except (StoreError, OSError) as error:
-        module.fail_json(msg=str(error), **result)
-    result["changed"] = result["changed"] or bool(result["pruned"])
-    entries, current, last_proven, _ = store.view()
-    result.update(entries=entries, current=current, last_proven=last_proven)
-    module.exit_json(**result)
+    with failures_as_sentences(module, "sglang_backup_store"):
+        p, check = module.params, module.check_mode
+        store = Store(p["dir"], p["files"])
+        result = {"changed": False, "pruned": []}
+        try:
+            if p["keep"] < 1:
+                raise StoreError("sglang_backup_keep is %d: keep at least 1 entry. Set sglang_backup_keep to 1 or "
+                                 "more." % p["keep"])
+            if p["state"] == "snapshot":
+                result["name"], result["changed"] = store.add(p["manifest"], check)
+                result["pruned"] = store.prune(p["keep"], p["protect"] + [result["name"]], check)
+            elif p["state"] == "proven":
+                result["name"], result["changed"] = store.mark_proven(p["proof"], p["manifest"], check)
+                result["pruned"] = store.prune(p["keep"], p["protect"] + [result["name"]], check)
+            elif p["state"] == "restore":
+                result["name"], result["changed"] = store.restore(p["name"], check)
+        except (StoreError, OSError) as error:
+            module.fail_json(msg=str(error), **result)
+        result["changed"] = result["changed"] or bool(result["pruned"])
+        result.update(store_facts(store))
+        module.exit_json(**result)
 
 
 if __name__ == "__main__":

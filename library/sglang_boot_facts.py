@@ -18,7 +18,7 @@ description:
   - A journal without boot lines (rotated, or the unit has not logged yet) is not an error; C(found) is false then.
   - Changes nothing.
 version_added: "1.0.0"
-author: sglang-longctx maintainers
+author: sglang-longctx maintainers (!UNKNOWN)
 options:
   unit:
     description: The systemd unit running SGLang.
@@ -112,120 +112,29 @@ invocation_id:
   returned: always
 """
 
-import re
-
 from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.sglang_errors import failures_as_sentences
+from ansible.module_utils.sglang_journal import parse_boot_log
 
-# "[2025-10-16 09:06:10 TP5] ...", "[2026-01-30 20:54:50 PP1 TP0] ...", "[2025-12-26 23:01:32 DP1 TP1 EP1] ...",
-# "[2025-12-23 14:18:01] ..." (one GPU), "[TP0] ..." (no time): the rank is whatever follows the time.
-_PREFIX = re.compile(r"^\[(?:\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?)?\s*((?:[A-Z_]+\d+\s*)*)\]")
-_BEGIN = re.compile(r"Load weight begin\. avail mem=([0-9.]+) GB")
-_END = re.compile(r"Load weight end\..*?avail mem=([0-9.]+) GB")
-_KV = re.compile(r"(?:^|\] )(\w+ )?KV Cache is allocated\..*?#tokens: ([0-9]+)")
-_SWA = re.compile(r"full_layer_tokens=([0-9]+), swa_layer_tokens=([0-9]+)")
-_POOL_END = re.compile(r"Memory pool end\. avail mem=([0-9.]+) GB")
-_GRAPH_END = re.compile(r"Capture .*?graph end\..*?avail mem=([0-9.]+) GB")
-_SUMMARY = re.compile(r"max_total_num_tokens=([0-9]+).*?max_running_requests=([0-9]+), context_len=([0-9]+)"
-                      r"(?:, available_gpu_mem=([0-9.]+) GB)?")
-_CAP = re.compile(r"max_total_tokens=([0-9]+) is larger than the profiled value ([0-9]+)")
-_MAMBA = re.compile(r"Mamba Cache is allocated")
-_ERROR = re.compile(r"(RuntimeError|ValueError|OSError|torch\.OutOfMemoryError|CUDA out of memory)[:.].*")
-
-
-def _rank(line):
-    match = _PREFIX.match(line)
-    return " ".join(match.group(1).split()) if match else ""
-
-
-def _min(values):
-    return min(values) if values else None
-
-
-def parse_boot_log(text):
-    """SGLang's boot lines -> the calibration; MIN over ranks, as SGLang's all-reduce takes them."""
-    loads = {}  # rank -> [[begin, end], ...] in order: the target's first, then the draft's
-    kv, full_tokens, pool_end, graph_end, cap, errors = [], [], [], [], [], []
-    summary, hybrid = None, None
-    for line in text.splitlines():
-        rank = _rank(line)
-        begin, end = _BEGIN.search(line), _END.search(line)
-        if begin:
-            loads.setdefault(rank, []).append([float(begin.group(1)), None])
-        elif end:
-            pairs = loads.setdefault(rank, [])
-            if not pairs or pairs[-1][1] is not None:
-                pairs.append([None, None])  # an end whose begin rotated away
-            pairs[-1][1] = float(end.group(1))
-        for pattern, bucket, kind in ((_POOL_END, pool_end, float), (_GRAPH_END, graph_end, float)):
-            match = pattern.search(line)
-            if match:
-                bucket.append(kind(match.group(1)))
-        match = _KV.search(line)
-        if match:
-            if (match.group(1) or "").strip() == "SWA":
-                hybrid = "swa"
-            else:
-                kv.append(int(match.group(2)))
-        match = _SWA.search(line)
-        if match:
-            full_tokens.append(int(match.group(1)))
-            hybrid = "swa"
-        if _MAMBA.search(line):
-            hybrid = "mamba"
-        match = _SUMMARY.search(line)
-        if match:
-            summary = match
-        match = _CAP.search(line)
-        if match:
-            cap.append(int(match.group(2)))
-        match = _ERROR.search(line)
-        if match:
-            errors.append(match.group(0))
-    found = bool(loads or kv or full_tokens or pool_end or graph_end or summary or cap or errors or hybrid)
-    target = [pairs[0] for pairs in loads.values()]
-    drafts = [pairs[1] for pairs in loads.values() if len(pairs) > 1]
-    if summary:
-        pool = int(summary.group(1))
-    else:
-        pool = _min(full_tokens) or _min(kv)
-    after_graph = _min(graph_end)
-    if after_graph is None and summary and summary.group(4):
-        after_graph = float(summary.group(4))
-    return {
-        "found": found,
-        "pre_load_avail_gib": _min([p[0] for p in target if p[0] is not None]),
-        "post_load_avail_gib": _min([p[1] for p in target if p[1] is not None]),
-        "draft": {
-            "pre_load_avail_gib": _min([p[0] for p in drafts if p[0] is not None]),
-            "post_load_avail_gib": _min([p[1] for p in drafts if p[1] is not None]),
-            "ranks": sum(1 for p in drafts if p[1] is not None),
-        } if drafts else None,
-        "pool_tokens": pool,
-        "profiled_tokens": _min(cap),
-        "cap_exceeds_profile": bool(cap),
-        "max_running_requests": int(summary.group(2)) if summary else None,
-        "context_len": int(summary.group(3)) if summary else None,
-        "pool_end_avail_gib": _min(pool_end),
-        "after_graph_avail_gib": after_graph,
-        "hybrid": hybrid,
-        "ranks": sum(1 for p in target if p[1] is not None),
-        "error": errors[-1] if errors else None,
-    }
+__all__ = ["parse_boot_log"]
 
 
 def main():
     module = AnsibleModule(argument_spec={"unit": {"type": "str", "default": "sglang"}}, supports_check_mode=True)
-    unit = module.params["unit"]
-    systemctl, journalctl = module.get_bin_path("systemctl", True), module.get_bin_path("journalctl", True)
-    rc, out, err = module.run_command([systemctl, "show", "-p", "InvocationID", "--value", unit])
-    invocation = out.strip()
-    if rc != 0 or not invocation:
-        module.fail_json(msg="%s has not run since boot (no InvocationID): start it first. %s" % (unit, err.strip()))
-    rc, text, err = module.run_command([journalctl, "--no-pager", "-o", "cat", "_SYSTEMD_INVOCATION_ID=" + invocation])
-    if rc != 0:
-        module.fail_json(msg="journalctl could not read %s's journal: %s" % (unit, err.strip()))
-    result = parse_boot_log(text)
-    module.exit_json(changed=False, invocation_id=invocation, **result)
+    with failures_as_sentences(module, "sglang_boot_facts"):
+        unit = module.params["unit"]
+        systemctl, journalctl = module.get_bin_path("systemctl", True), module.get_bin_path("journalctl", True)
+        rc, out, err = module.run_command([systemctl, "show", "-p", "InvocationID", "--value", unit])
+        invocation = out.strip()
+        if rc != 0 or not invocation:
+            module.fail_json(msg="%s has not run since boot (no InvocationID): start it first. %s"
+                             % (unit, err.strip()))
+        rc, text, err = module.run_command([journalctl, "--no-pager", "-o", "cat",
+                                            "_SYSTEMD_INVOCATION_ID=" + invocation])
+        if rc != 0:
+            module.fail_json(msg="journalctl could not read %s's journal: %s" % (unit, err.strip()))
+        result = parse_boot_log(text)
+        module.exit_json(changed=False, invocation_id=invocation, **result)
 
 
 if __name__ == "__main__":

@@ -1,17 +1,17 @@
 #!/usr/bin/python
-"""Ansible module: list the workers of a running sglang-router, or make one worker URL present or absent."""
+"""Ansible module: make one worker URL present in, or absent from, a running sglang-router."""
 
 from __future__ import annotations
 
 DOCUMENTATION = r"""
 ---
 module: sglang_router_workers
-short_description: List, add or remove one worker of a running sglang-router through its admin API
+short_description: Add or remove one worker of a running sglang-router through its admin API
 description:
   - Talks to the admin API of sglang-router 0.3.2 (the SGLang Model Gateway) - C(GET /workers),
     C(POST /workers), C(GET /workers/{worker_id}), C(DELETE /workers/{worker_id}). The older C(/add_worker),
     C(/remove_worker) and C(/list_workers) routes do not exist in 0.3.2.
-  - O(state=list) returns the router's workers and changes nothing.
+  - To list the router's workers without changing them, use C(sglang_router_workers_info).
   - O(state=present) registers O(worker_url) unless the router lists it already, then (O(wait)) waits until the
     router lists it as healthy. The router adds a worker in the background (C(202 Accepted)); an addition
     whose job fails (the worker never answered, for the router's C(--worker-startup-timeout-secs)) fails
@@ -24,21 +24,19 @@ description:
     would be two workers), and O(worker_url) is registered without one.
   - The router keeps its membership in memory; a restart of the router brings back the list on its command line.
 version_added: "1.0.0"
-author: sglang-longctx maintainers
+author: sglang-longctx maintainers (!UNKNOWN)
 options:
   router_url:
     description: Base URL of the router, e.g. C(http://127.0.0.1:30000).
     type: str
     required: true
   worker_url:
-    description:
-      - The worker's base URL as the router reaches it, e.g. C(http://10.0.0.1:30000). Required unless
-        O(state=list).
+    description: The worker's base URL as the router reaches it, e.g. C(http://10.0.0.1:30000). Required.
     type: str
   state:
-    description: C(present) registers the worker, C(absent) removes it, C(list) only reads.
+    description: C(present) registers the worker, C(absent) removes it.
     type: str
-    choices: [present, absent, list]
+    choices: [present, absent]
     default: present
   admin_api_key:
     description:
@@ -95,13 +93,6 @@ EXAMPLES = r"""
     worker_api_key_file: /etc/sglang-router/api-key
     timeout: 900
   delegate_to: router-1
-
-- name: List the router's workers
-  sglang_router_workers:
-    router_url: http://127.0.0.1:30000
-    state: list
-    admin_api_key: "{{ vault_router_admin_key }}"
-  register: router
 """
 
 RETURN = r"""
@@ -119,104 +110,29 @@ urls:
   elements: str
   returned: always
 worker:
-  description: The entry of O(worker_url) in RV(workers); null when it is not listed (absent, list without it).
+  description: The entry of O(worker_url) in RV(workers); null when it is not listed (absent).
   type: dict
   returned: always
 worker_url:
-  description: O(worker_url) without a trailing slash, as compared and registered; null with O(state=list).
+  description: O(worker_url) without a trailing slash, as compared and registered.
   type: str
   returned: always
 """
 
-import json
 import time
-from urllib.error import HTTPError, URLError
-from urllib.parse import quote, urlsplit
+from urllib.parse import quote
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.urls import open_url
-
-
-class RouterError(Exception):
-    """A failure to report as the task's message."""
-
-
-def normalize(url):
-    """The URL as compared and registered: no surrounding space, no trailing slash."""
-    return url.strip().rstrip("/")
-
-
-def check_url(name, url, schemes):
-    parts = urlsplit(url)
-    if parts.scheme not in schemes or not parts.hostname:
-        raise RouterError("%s=%r is not a URL like %s://HOST:PORT; give the scheme, host and port"
-                          % (name, url, schemes[0]))
-
-
-def read_key(value, path, name):
-    """The key given inline or in a file on the host ('' when neither)."""
-    if value and path:
-        raise RouterError("give %s or %s_file, not both" % (name, name))
-    if not path:
-        return value or ""
-    try:
-        with open(path, encoding="utf-8") as handle:
-            return handle.read().strip()
-    except OSError as error:
-        raise RouterError("cannot read %s_file %s: %s" % (name, path, error.strerror)) from None
-
-
-class Router:
-    """The admin API of one sglang-router 0.3.2."""
-
-    def __init__(self, url, token, timeout):
-        self.url, self.token, self.timeout = normalize(url), token, timeout
-
-    def call(self, method, path, body=None):
-        """(status, JSON body or text) of one request; a refused connection or a bad key raises RouterError."""
-        headers = {"Accept": "application/json"}
-        if self.token:
-            headers["Authorization"] = "Bearer " + self.token
-        data = None
-        if body is not None:
-            headers["Content-Type"] = "application/json"
-            data = json.dumps(body)
-        try:
-            response = open_url(self.url + path, method=method, headers=headers, data=data, timeout=self.timeout,
-                                follow_redirects="none")
-            status, text = response.getcode(), response.read().decode("utf-8", "replace")
-        except HTTPError as error:
-            status, text = error.code, error.read().decode("utf-8", "replace")
-        except (URLError, OSError) as error:
-            reason = getattr(error, "reason", error)
-            raise RouterError("cannot reach the router at %s (%s %s): %s. Check router_url: is sglang-router running "
-                              "and listening there?" % (self.url, method, path, reason)) from None
-        if status in (401, 403):
-            raise RouterError("the router at %s refused %s %s (HTTP %d): the admin API needs the router's admin key. "
-                              "Set admin_api_key/admin_api_key_file to its control-plane admin key (or, when it has "
-                              "none, to its --api-key)" % (self.url, method, path, status))
-        try:
-            return status, json.loads(text) if text else None
-        except ValueError:
-            return status, text
-
-    def workers(self):
-        status, body = self.call("GET", "/workers")
-        if status != 200 or not isinstance(body, dict) or not isinstance(body.get("workers"), list):
-            raise RouterError("GET %s/workers answered HTTP %d %s: not the admin API of sglang-router 0.3.x. "
-                              "Check router_url points at the router" % (self.url, status, str(body)[:200]))
-        # 0.3.2 lists no worker's key; should a later release do so, it stays out of the task's result.
-        return [{k: v for k, v in entry.items() if k != "api_key"} for entry in body["workers"]
-                if isinstance(entry, dict)]
-
-    def job(self, worker_id):
-        """The router's entry for a worker id: the worker, or its queued job (job_status)."""
-        status, body = self.call("GET", "/workers/" + quote(worker_id, safe=""))
-        return body if status == 200 and isinstance(body, dict) else {}
-
-
-def entries_of(workers, url):
-    return [entry for entry in workers if normalize(str(entry.get("url", ""))) == url]
+from ansible.module_utils.sglang_errors import failures_as_sentences
+from ansible.module_utils.sglang_router import (
+    ROUTER_EXCLUSIVE,
+    ROUTER_OPTIONS,
+    RouterError,
+    check_url,
+    connect,
+    entries_of,
+    normalize,
+)
 
 
 def wait_until(deadline, predicate):
@@ -298,25 +214,18 @@ def ensure_absent(router, url, wait, timeout, check_mode):
     return True, state["workers"], None
 
 
-def run(params, check_mode):
-    """The module's result for its parameters; RouterError on any failure."""
+def run(params, check_mode, secret=None):
+    """The module's result for its parameters; RouterError on any failure. secret(value) is told every key read
+    from a file, so that Ansible masks it wherever it would appear in the output (as no_log does for the options)."""
     state = params["state"]
-    check_url("router_url", params["router_url"], ("http", "https"))
-    url = None
-    if state != "list":
-        if not params["worker_url"]:
-            raise RouterError("state=%s needs worker_url (the worker's base URL, e.g. http://10.0.0.1:30000)" % state)
-        url = normalize(params["worker_url"])
-        check_url("worker_url", url, ("http", "https", "grpc"))
-    if params["timeout"] < 0 or params["request_timeout"] <= 0:
-        raise RouterError("timeout must be >= 0 and request_timeout > 0 (got %s and %s)"
-                          % (params["timeout"], params["request_timeout"]))
-    worker_key = read_key(params["worker_api_key"], params["worker_api_key_file"], "worker_api_key")
-    admin_key = read_key(params["admin_api_key"], params["admin_api_key_file"], "admin_api_key")
-    router = Router(params["router_url"], admin_key or worker_key, params["request_timeout"])
-    if state == "list":
-        changed, workers, entry = False, router.workers(), None
-    elif state == "present":
+    if not params["worker_url"]:
+        raise RouterError("state=%s needs worker_url (the worker's base URL, e.g. http://10.0.0.1:30000)" % state)
+    url = normalize(params["worker_url"])
+    check_url("worker_url", url, ("http", "https", "grpc"))
+    if params["timeout"] < 0:
+        raise RouterError("timeout must be >= 0 (got %s)" % params["timeout"])
+    router, worker_key = connect(params, secret)
+    if state == "present":
         changed, workers, entry = ensure_present(router, url, worker_key, params["wait"], params["timeout"],
                                                  check_mode)
     else:
@@ -326,24 +235,19 @@ def run(params, check_mode):
 
 
 def main():
-    module = AnsibleModule(argument_spec={
-        "router_url": {"type": "str", "required": True},
-        "worker_url": {"type": "str"},
-        "state": {"type": "str", "choices": ["present", "absent", "list"], "default": "present"},
-        "admin_api_key": {"type": "str", "no_log": True},
-        "admin_api_key_file": {"type": "path"},
-        "worker_api_key": {"type": "str", "no_log": True},
-        "worker_api_key_file": {"type": "path"},
-        "wait": {"type": "bool", "default": True},
-        "timeout": {"type": "int", "default": 600},
-        "request_timeout": {"type": "float", "default": 10},
-    }, supports_check_mode=True, mutually_exclusive=[("admin_api_key", "admin_api_key_file"),
-                                                     ("worker_api_key", "worker_api_key_file")])
-    try:
-        result = run(module.params, module.check_mode)
-    except RouterError as error:
-        module.fail_json(msg=str(error))
-    module.exit_json(**result)
+    module = AnsibleModule(argument_spec=dict(
+        ROUTER_OPTIONS,
+        worker_url={"type": "str"},
+        state={"type": "str", "choices": ["present", "absent"], "default": "present"},
+        wait={"type": "bool", "default": True},
+        timeout={"type": "int", "default": 600},
+    ), supports_check_mode=True, mutually_exclusive=ROUTER_EXCLUSIVE)
+    with failures_as_sentences(module, "sglang_router_workers"):
+        try:
+            result = run(module.params, module.check_mode, module.no_log_values.add)
+        except RouterError as error:
+            module.fail_json(msg=str(error))
+        module.exit_json(**result)
 
 
 if __name__ == "__main__":

@@ -26,7 +26,7 @@ description:
   - Every failure is a message naming the parameter or the number at fault, with the evidence gathered so
     far, never a traceback.
 version_added: "1.0.0"
-author: sglang-longctx maintainers
+author: sglang-longctx maintainers (!UNKNOWN)
 options:
   url:
     description: Base URL of the SGLang server, C(http://) or C(https://) with a host.
@@ -230,11 +230,19 @@ import tempfile
 import threading
 import time
 import traceback
+from http.client import HTTPException
 from urllib.error import HTTPError, URLError
 from urllib.parse import urlsplit
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.urls import open_url
+from ansible.module_utils.sglang_http import (
+    JSON_LIMIT,
+    ResponseTooLarge,
+    error_body,
+    open_bearer,
+    read_bounded,
+    too_large,
+)
 
 FOX_FILLER = "The quick brown fox jumps over the lazy dog. "
 FOX_QUESTION = "In one word, what animal is mentioned?"
@@ -274,12 +282,11 @@ class Client:
 
     def _open(self, method, path, payload, seconds):
         headers = {"Content-Type": "application/json", "Accept": "application/json"}
-        if self.api_key:
-            headers["Authorization"] = "Bearer " + self.api_key
         data = None if payload is None else json.dumps(payload)
         try:
-            return open_url(self.url + path, method=method, data=data, headers=headers, timeout=seconds,
-                            validate_certs=self.validate_certs, follow_redirects="safe")
+            # The key goes to this URL only: a redirect, to this origin or another, is followed without it.
+            return open_bearer(self.url + path, self.api_key, method=method, data=data, headers=headers,
+                               timeout=seconds, validate_certs=self.validate_certs, follow_redirects="safe")
         except HTTPError as error:
             if error.code in (401, 403):
                 raise SmokeFailure(self._auth_message(path, error.code, _read_error_body(error))) from None
@@ -314,7 +321,7 @@ class Client:
     def request(self, method, path, payload=None, seconds=None, consume=None):
         """Open, then consume(response) in a worker; the whole exchange must end within `seconds`."""
         seconds = seconds or self.timeout
-        consume = consume or (lambda response: _parse_json(self.url + path, response.read()))
+        consume = consume or (lambda response: _parse_json(self.url + path, read_bounded(response, what=path)))
         holder = {}
         self.calls += 1
 
@@ -324,6 +331,11 @@ class Client:
                 holder["value"] = consume(holder["response"])
             except TimeoutError:
                 holder["error"] = self._late(method, path, seconds)
+            except ResponseTooLarge as error:
+                holder["error"] = SmokeFailure("%s: is url an SGLang server?" % error)
+            except HTTPException as error:  # IncompleteRead and the like: the answer broke off
+                holder["error"] = Retryable("%s %s broke off mid-answer (%s): the server closed the connection"
+                                            % (method, self.url + path, type(error).__name__))
             except BaseException as error:  # noqa: BLE001 - handed to the waiting caller
                 holder["error"] = error
 
@@ -345,8 +357,16 @@ class Client:
         start = time.monotonic()
 
         def consume(response):
-            chunks, ttft = [], None
-            for raw in response:
+            chunks, ttft, received = [], None, 0
+            while True:
+                # Bounded: a line, and the whole stream, at most JSON_LIMIT bytes (an answer of max_tokens tokens
+                # is far less; more is not SGLang).
+                raw = response.readline(JSON_LIMIT + 1)
+                received += len(raw)
+                if len(raw) > JSON_LIMIT or received > JSON_LIMIT:
+                    raise too_large(path, JSON_LIMIT)
+                if not raw:
+                    break
                 line = raw.decode("utf-8", "replace").strip()
                 if not line.startswith("data:"):
                     continue
@@ -388,7 +408,7 @@ def _secs(seconds):
 def _read_error_body(error):
     """SGLang's own message from an error response: OpenAI {"message"}, native {"error":{"message"}}."""
     try:
-        raw = error.read().decode("utf-8", "replace")
+        raw = error_body(error)
     except Exception:  # noqa: BLE001 - a body we cannot read is reported as empty
         raw = ""
     try:
@@ -512,7 +532,8 @@ def wait_ready(client, seconds):
     last = None
     while True:
         try:
-            client.request("GET", "/health_generate", seconds=min(client.timeout, 60), consume=lambda r: r.read())
+            client.request("GET", "/health_generate", seconds=min(client.timeout, 60),
+                           consume=lambda r: read_bounded(r, what="/health_generate"))
             return
         except HTTPFailure as error:
             last = "HTTP %d %s" % (error.status, error.server_message)
@@ -656,7 +677,7 @@ class PromptSizer:
         repeats = max(1, int(round((target - self.intercept) / self.slope)))
         counted = int(round(self.intercept + self.slope * repeats))
         if self.has_tokenize:
-            for _ in range(4):
+            for _attempt in range(4):
                 counted = self.count(repeats)
                 if abs(counted - target) <= max(1, target * 0.002):
                     break
@@ -804,13 +825,14 @@ def main():
             "url": {"type": "str", "default": "http://127.0.0.1:30000"},
             "info_url": {"type": "str"},
             "api_key": {"type": "str", "no_log": True},
-            "min_pool_tokens": {"type": "int"},
+            # no_log False: "tokens" here are counts, not credentials (ansible-test's no-log-needed guesses by name)
+            "min_pool_tokens": {"type": "int", "no_log": False},
             "context_target": {"type": "int"},
-            "prompt_tokens": {"type": "str", "default": "target"},
+            "prompt_tokens": {"type": "str", "default": "target", "no_log": False},
             "question": {"type": "str", "default": "needle", "choices": ["needle", "fox"]},
             "filler": {"type": "str", "default": FOX_FILLER},
             "expect": {"type": "str"},
-            "max_tokens": {"type": "int", "default": 32},
+            "max_tokens": {"type": "int", "default": 32, "no_log": False},
             "timeout": {"type": "int", "default": 900},
             "wait_ready": {"type": "int", "default": 300},
             "model": {"type": "str"},

@@ -11,23 +11,24 @@ description:
   - Polls C(/health_generate) (a real one-token generation) for up to O(poll) seconds. Meant to run as a
     retried task (C(until) with C(retries)/C(delay)); every try returns how far the boot has come, read
     from the journal of the unit's current invocation, so that a callback can print one line per try.
-  - The stages, from SGLang's own log lines (0.5.9's; 0.5.23 names the graphs, C(Capture target decode cuda
-    graph begin), and says C(KV Cache is allocated. dtype - ...), which match too), in boot order -
+  - "The stages, from SGLang's own log lines (0.5.9's; 0.5.23 names the graphs, C(Capture target decode cuda
+    graph begin), and says C(KV Cache is allocated. dtype: ...), which match too), in boot order:
     C(starting); C(joining the process group) (C(Init parallel begin) in 0.5.23, C(Init torch distributed
-    begin) in 0.5.9 - across nodes, a boot that stays there waits for a node that has not joined);
+    begin) in 0.5.9; across nodes, a boot that stays there waits for a node that has not joined);
     C(loading weights) with shard k/n and percent from
-    C(Loading safetensors checkpoint shards - NN% Completed | k/n) (C(weight_utils.py), tqdm with
+    C(Loading safetensors checkpoint shards: NN% Completed | k/n) (C(weight_utils.py), tqdm with
     C(BAR_FORMAT) from C(utils/common.py)); C(loading the draft model) (a second C(Load weight begin) on a
     rank, the speculative draft's); C(allocating the KV cache) (after C(Load weight end), until
     C(KV Cache is allocated.) with its token count); C(capturing CUDA graphs) (C(Capture cuda graph begin), with
     C(Capturing batches ... k/n) when logged); C(warming up) (C(Capture cuda graph end) or the
-    scheduler's C(max_total_num_tokens=) line, until the warm-up request is answered); C(ready).
-    Rank prefixes such as C([2026-01-02 03:04:05 TP3]) and C((Worker_TP0 pid=1)) are ignored.
+    scheduler's C(max_total_num_tokens=) line, until the warm-up request is answered); C(ready)."
+  - Rank prefixes such as C([2026-01-02 03:04:05 TP3]) and a worker prefix such as C(Worker_TP0 pid=1) in
+    parentheses are read by the one parser module_utils/sglang_journal.py shares with sglang_boot_facts.
   - When the unit has failed, stopped or crashed into an automatic restart, fails at once with the last
     journal lines instead of waiting out the timeout.
   - Changes nothing.
 version_added: "1.0.0"
-author: sglang-longctx maintainers
+author: sglang-longctx maintainers (!UNKNOWN)
 options:
   url:
     description: Base URL of the server.
@@ -96,7 +97,7 @@ avail_mem_gib:
   type: float
   returned: always
 kv_tokens:
-  description: The pool SGLang allocated (C(KV Cache is allocated. #tokens)), once logged.
+  description: "The pool SGLang allocated (the C(#tokens) of C(KV Cache is allocated.)), once logged."
   type: int
   returned: always
 elapsed_s:
@@ -109,76 +110,16 @@ last_log_line:
   returned: always
 """
 
-import re
 import time
 from urllib.error import HTTPError, URLError
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.urls import open_url
+from ansible.module_utils.sglang_errors import failures_as_sentences
+from ansible.module_utils.sglang_http import error_body, open_bearer, read_bounded
+from ansible.module_utils.sglang_journal import boot_progress
+from ansible.module_utils.sglang_text import duration
 
-# A rank prefix: "[2026-01-02 03:04:05 TP3] ", "[2026-01-02 03:04:05 DP1 TP3] ", "(Worker_TP0 pid=1) ".
-_RANK = re.compile(r"(?<![A-Za-z0-9])(TP\d+)(?![0-9])")
-_SHARDS = re.compile(r"Loading \w+ checkpoint shards:\s*(\d+)% Completed \| (\d+)/(\d+)")
-_GRAPH_BAR = re.compile(r"Capturing batches \([^)]*\):\s*(\d+)%\|[^|]*\|\s*(\d+)/(\d+)")
-_AVAIL = re.compile(r"avail[ _]mem=([0-9.]+) ?GB")
-_KV = re.compile(r"KV [Cc]ache (?:is )?allocated\..*?#tokens: (\d+)")
-# 0.5.9: "Capture cuda graph begin."; 0.5.23: "Capture target decode cuda graph begin.", "... CUDA graph begin."
-_GRAPH_BEGIN = re.compile(r"Capture [\w ]*?(?:cuda|CUDA) graph begin")
-_GRAPH_END = re.compile(r"Capture [\w ]*?(?:cuda|CUDA) graph end")
-_STAGES = ("starting", "loading weights", "loading the draft model", "allocating the KV cache",
-           "capturing CUDA graphs", "warming up", "ready")
-
-
-def _duration(seconds):
-    seconds = int(seconds)
-    return "%dm%02ds" % (seconds // 60, seconds % 60) if seconds >= 60 else "%ds" % seconds
-
-
-def boot_progress(text):
-    """The stage SGLang's boot has reached, from its log (one invocation's, oldest line first)."""
-    state = {"stage": "starting", "shard": None, "percent": None, "graphs": None, "avail_mem_gib": None,
-             "kv_tokens": None}
-    begins = {}
-    # tqdm rewrites its bar with '\r': every '\r' starts a new reading.
-    for line in re.split(r"[\r\n]+", text):
-        rank_match = _RANK.search(line[:60])
-        rank = rank_match.group(1) if rank_match else ""
-        for avail in _AVAIL.finditer(line):
-            state["avail_mem_gib"] = float(avail.group(1))
-        # A line may hold several bar readings glued together: the last one is the newest.
-        shards = ([None] + list(_SHARDS.finditer(line)))[-1]
-        graphs = ([None] + list(_GRAPH_BAR.finditer(line)))[-1]
-        kv = _KV.search(line)
-        if ("Init parallel begin" in line or "Init torch distributed begin" in line) and state["stage"] == "starting":
-            # The rendezvous (0.5.23 distributed/bootstrap.py; 0.5.9 model_runner.py): across nodes, a boot
-            # that stays here is waiting for a node that has not joined (until --dist-timeout).
-            state["stage"] = "joining the process group"
-        elif "Load weight begin" in line:
-            begins[rank] = begins.get(rank, 0) + 1
-            # A second begin on a rank is the speculative draft model's (its worker loads after the target).
-            state["stage"] = "loading the draft model" if begins[rank] > 1 else "loading weights"
-            state["shard"] = None if begins[rank] > 1 else state["shard"]
-        elif shards and state["stage"] in ("starting", "joining the process group", "loading weights",
-                                           "loading the draft model"):
-            state["stage"] = ("loading weights" if state["stage"] in ("starting", "joining the process group")
-                              else state["stage"])
-            state["percent"] = int(shards.group(1))
-            state["shard"] = [int(shards.group(2)), int(shards.group(3))]
-        elif "Load weight end" in line and state["stage"] in ("loading weights", "loading the draft model"):
-            state["stage"] = "allocating the KV cache"
-        elif kv:
-            state["kv_tokens"] = min(int(kv.group(1)), state["kv_tokens"] or int(kv.group(1)))
-            state["stage"] = "allocating the KV cache"
-        elif _GRAPH_BEGIN.search(line):
-            state["stage"], state["graphs"] = "capturing CUDA graphs", None
-        elif graphs and state["stage"] == "capturing CUDA graphs":
-            state["graphs"] = [int(graphs.group(2)), int(graphs.group(3))]
-        elif _GRAPH_END.search(line) or "max_total_num_tokens=" in line:
-            if state["stage"] != "loading the draft model":
-                state["stage"] = "warming up"
-        elif "fired up and ready to roll" in line:
-            state["stage"] = "ready"
-    return state
+__all__ = ["boot_progress", "progress_line"]
 
 
 def progress_line(state, elapsed_s):
@@ -191,7 +132,7 @@ def progress_line(state, elapsed_s):
         parts[0] += " %d/%d" % tuple(state["graphs"])
     elif stage in ("capturing CUDA graphs", "warming up", "ready") and state["kv_tokens"]:
         parts[0] += " (pool %s tokens)" % format(state["kv_tokens"], ",")
-    parts.append(_duration(elapsed_s))
+    parts.append(duration(elapsed_s))
     if state["avail_mem_gib"] is not None:
         parts.append("avail mem %.2f GB" % state["avail_mem_gib"])
     return ", ".join(parts)
@@ -205,71 +146,71 @@ def main():
         "poll": {"type": "int"},
         "api_key": {"type": "str", "no_log": True},
     }, supports_check_mode=True)
-    params = module.params
-    unit = params["unit"]
-    systemctl, journalctl = module.get_bin_path("systemctl", True), module.get_bin_path("journalctl", True)
-    headers = {"Authorization": "Bearer " + params["api_key"]} if params["api_key"] else {}
+    with failures_as_sentences(module, "sglang_wait_ready"):
+        params = module.params
+        unit = params["unit"]
+        systemctl, journalctl = module.get_bin_path("systemctl", True), module.get_bin_path("journalctl", True)
 
-    def journal(*args):
-        _, out, _ = module.run_command([journalctl, "--no-pager", "-o", "cat"] + list(args))
-        return out
+        def journal(*args):
+            return module.run_command([journalctl, "--no-pager", "-o", "cat"] + list(args))[1]
 
-    def show():
-        _, out, _ = module.run_command([systemctl, "show", "-p", "ActiveState", "-p", "SubState", "-p", "NRestarts",
-                                        "-p", "InvocationID", "-p", "ExecMainStartTimestampMonotonic", unit])
-        return dict(line.split("=", 1) for line in out.splitlines() if "=" in line)
+        def show():
+            out = module.run_command([systemctl, "show", "-p", "ActiveState", "-p", "SubState", "-p", "NRestarts",
+                                      "-p", "InvocationID", "-p", "ExecMainStartTimestampMonotonic", unit])[1]
+            return dict(line.split("=", 1) for line in out.splitlines() if "=" in line)
 
-    def elapsed(props):
-        started_us = int(props.get("ExecMainStartTimestampMonotonic") or 0)
-        # systemd and time.monotonic() read the same CLOCK_MONOTONIC.
-        return round(time.monotonic() - started_us / 1e6, 1) if started_us else 0.0
+        def elapsed(props):
+            started_us = int(props.get("ExecMainStartTimestampMonotonic") or 0)
+            # systemd and time.monotonic() read the same CLOCK_MONOTONIC.
+            return round(time.monotonic() - started_us / 1e6, 1) if started_us else 0.0
 
-    def state_now(props):
-        text = journal("_SYSTEMD_INVOCATION_ID=" + props["InvocationID"]) if props.get("InvocationID") else ""
-        return boot_progress(text)
+        def state_now(props):
+            text = journal("_SYSTEMD_INVOCATION_ID=" + props["InvocationID"]) if props.get("InvocationID") else ""
+            return boot_progress(text)
 
-    def result(props, ready, state):
-        seconds = elapsed(props)
-        if ready:
-            state = dict(state, stage="ready")
-        return dict(changed=False, ready=ready, stage=state["stage"], progress=progress_line(state, seconds),
-                    shard=state["shard"], percent=state["percent"], avail_mem_gib=state["avail_mem_gib"],
-                    kv_tokens=state["kv_tokens"], elapsed_s=seconds,
-                    last_log_line=journal("-n", "1", "-u", unit).strip())
+        def result(props, ready, state):
+            seconds = elapsed(props)
+            if ready:
+                state = dict(state, stage="ready")
+            return dict(changed=False, ready=ready, stage=state["stage"], progress=progress_line(state, seconds),
+                        shard=state["shard"], percent=state["percent"], avail_mem_gib=state["avail_mem_gib"],
+                        kv_tokens=state["kv_tokens"], elapsed_s=seconds,
+                        last_log_line=journal("-n", "1", "-u", unit).strip())
 
-    first = show()
-    restarts_before = int(first.get("NRestarts") or 0)
-    try_start = time.monotonic()
-    last = "no answer yet"
-    while True:
-        try:
-            open_url(params["url"].rstrip("/") + "/health_generate", headers=headers, timeout=60).read()
+        first = show()
+        restarts_before = int(first.get("NRestarts") or 0)
+        try_start = time.monotonic()
+        last = "no answer yet"
+        while True:
+            try:
+                url = params["url"].rstrip("/") + "/health_generate"
+                read_bounded(open_bearer(url, params["api_key"], timeout=60), what=url)
+                props = show()
+                module.exit_json(**result(props, True, state_now(props)))
+            except HTTPError as error:
+                last = ("HTTP %d %s" % (error.code, error_body(error)[:200])).strip()
+            except (URLError, OSError, ValueError) as error:
+                last = str(getattr(error, "reason", error))
             props = show()
-            module.exit_json(**result(props, True, state_now(props)))
-        except HTTPError as error:
-            last = "HTTP %d" % error.code
-        except (URLError, OSError) as error:
-            last = str(getattr(error, "reason", error))
-        props = show()
-        active, sub = props.get("ActiveState", ""), props.get("SubState", "")
-        # Restart=on-failure makes a crashing server look "activating (auto-restart)": that is a death.
-        crashed = sub == "auto-restart" or int(props.get("NRestarts") or 0) > restarts_before
-        if active in ("failed", "inactive") or crashed:
-            how = "restarting after a crash" if active not in ("failed", "inactive") else active
-            module.fail_json(msg="%s is %s: SGLang stopped while starting. Its last lines:\n%s"
-                                 % (unit, how, journal("-n", "15", "-u", unit).strip()),
-                             **dict(result(props, False, state_now(props)), ready=False))
-        if elapsed(props) > params["timeout"]:
-            state = state_now(props)
-            stage = progress_line(state, elapsed(props))
-            module.fail_json(msg="%s did not answer /health_generate within %d s of its start (last: %s; unit %s; "
-                                 "stage: %s). Last lines:\n%s"
-                                 % (params["url"], params["timeout"], last, active, stage,
-                                    journal("-n", "15", "-u", unit).strip()),
-                             **result(props, False, state))
-        if params["poll"] is not None and time.monotonic() - try_start >= params["poll"]:
-            module.exit_json(**result(props, False, state_now(props)))
-        time.sleep(2)
+            active, sub = props.get("ActiveState", ""), props.get("SubState", "")
+            # Restart=on-failure makes a crashing server look "activating (auto-restart)": that is a death.
+            crashed = sub == "auto-restart" or int(props.get("NRestarts") or 0) > restarts_before
+            if active in ("failed", "inactive") or crashed:
+                how = "restarting after a crash" if active not in ("failed", "inactive") else active
+                module.fail_json(msg="%s is %s: SGLang stopped while starting. Its last lines:\n%s"
+                                     % (unit, how, journal("-n", "15", "-u", unit).strip()),
+                                 **result(props, False, state_now(props)))
+            if elapsed(props) > params["timeout"]:
+                state = state_now(props)
+                stage = progress_line(state, elapsed(props))
+                module.fail_json(msg="%s did not answer /health_generate within %d s of its start (last: %s; unit %s; "
+                                     "stage: %s). Last lines:\n%s"
+                                     % (params["url"], params["timeout"], last, active, stage,
+                                        journal("-n", "15", "-u", unit).strip()),
+                                 **result(props, False, state))
+            if params["poll"] is not None and time.monotonic() - try_start >= params["poll"]:
+                module.exit_json(**result(props, False, state_now(props)))
+            time.sleep(2)
 
 
 if __name__ == "__main__":

@@ -21,6 +21,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 MODULE = os.path.join(REPO, "library", "sglang_router_workers.py")
+INFO_MODULE = os.path.join(REPO, "library", "sglang_router_workers_info.py")
 LAUNCHER = os.path.join(REPO, "roles", "sglang_router", "files", "sglang_router_launch.py")
 
 
@@ -156,10 +157,15 @@ def running_router(worker_urls, api_key="", admin_key="", extra=()):
 
 
 def run_module(tmp_path, check_mode=False, **args):
-    """Run the module as Ansible runs it on a host; return (rc, result)."""
+    """Run the module as Ansible runs it on a host; return (rc, result). state="list" runs the module that lists,
+    sglang_router_workers_info (Ansible's _info convention), with the other arguments."""
+    module = MODULE
+    if args.get("state") == "list":
+        module = INFO_MODULE
+        del args["state"]
     path = tmp_path / "args.json"
     payload = dict(args, _ansible_check_mode=check_mode)
     path.write_text(json.dumps({"ANSIBLE_MODULE_ARGS": payload}))
-    proc = subprocess.run([sys.executable, MODULE, str(path)], capture_output=True, text=True, timeout=60)
+    proc = subprocess.run([sys.executable, module, str(path)], capture_output=True, text=True, timeout=60)
     assert "Traceback" not in proc.stdout + proc.stderr, proc.stdout + proc.stderr
     return proc.returncode, json.loads(proc.stdout)

@@ -7,6 +7,8 @@ import os
 import pytest
 import sglang_boot_facts as module
 import yaml
+from ansible.module_utils.sglang_journal import split_prefix
+from sglang_wait_ready import boot_progress
 
 FIXTURES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "fixtures", "sglang_logs")
 
@@ -121,14 +123,14 @@ def test_hybrid_mamba_model():
 
 def test_pipeline_ranks_are_told_apart():
     facts = fixture("pp2_tp2_elapsed_2026-01.log")
-    assert module._rank("[2026-01-30 20:54:50 PP1 TP0] Load weight begin. avail mem=78.38 GB") == "PP1 TP0"
+    assert split_prefix("[2026-01-30 20:54:50 PP1 TP0] Load weight begin. avail mem=78.38 GB")[0] == "PP1 TP0"
     assert facts["pre_load_avail_gib"] == 78.38
     assert facts["post_load_avail_gib"] == 75.94 and facts["ranks"] == 2  # PP1 TP1 and PP0 TP0 ended
     assert facts["draft"] is None  # two ranks' single loads, not one rank's two
 
 
 def test_dp_tp_ep_prefix_without_boot_lines():
-    assert module._rank("[2025-12-26 23:01:32 DP1 TP1 EP1] [AR] Using sglang CustomAllreduce") == "DP1 TP1 EP1"
+    assert split_prefix("[2025-12-26 23:01:32 DP1 TP1 EP1] [AR] Using sglang CustomAllreduce")[0] == "DP1 TP1 EP1"
     assert fixture("dp_tp_ep_prefix_2025-12.log")["found"] is False
 
 
@@ -145,3 +147,42 @@ def test_sliding_window_pool_is_the_full_layers():
 
 def test_progress_lines_alone_are_no_boot_facts():
     assert fixture("dsv3_progress_2025-06.log")["found"] is False
+
+
+# A multiprocess launcher's worker prefix in front of SGLang's own lines: the shape of
+# tests/fixtures/progress/worker_prefix_shards.log (vllm-project/vllm#38476, "(Worker_TP0 pid=1700) " before each
+# line a worker writes), here before LOG_059's lines, with and without SGLang's own bracket after it.
+WORKER_PREFIXED = "".join("(Worker_TP%s pid=17%02d) %s\n" % (line.split(" TP")[1][0], i, line if i % 2 else
+                                                              line.split("] ", 1)[1])
+                          for i, line in enumerate(LOG_059.splitlines()))
+
+
+def test_a_worker_prefix_changes_nothing_in_either_reading():
+    assert WORKER_PREFIXED.startswith("(Worker_TP0 pid=1700) Load weight begin. avail mem=85.33 GB\n")
+    assert "(Worker_TP1 pid=1701) [2026-11-29 07:05:21 TP1] Load weight begin" in WORKER_PREFIXED
+    facts = module.parse_boot_log(WORKER_PREFIXED)
+    assert facts == module.parse_boot_log(LOG_059)
+    assert facts["pool_tokens"] == 200_230 and facts["ranks"] == 2 and facts["draft"] is None
+    # The boot wait reads the same lines to the same pool: one parser, one answer.
+    assert boot_progress(WORKER_PREFIXED)["kv_tokens"] == boot_progress(LOG_059)["kv_tokens"] == 200_230
+
+
+def test_the_worker_prefix_names_the_rank_when_no_bracket_does():
+    assert split_prefix("(Worker_TP3 pid=9) Load weight begin. avail mem=1.5 GB") == (
+        "TP3", "Load weight begin. avail mem=1.5 GB")
+    assert split_prefix("(Worker_TP3 pid=9) [2026-11-29 07:05:21 PP1 TP3] KV Cache is allocated.")[0] == "PP1 TP3"
+
+
+@pytest.mark.parametrize("line", [
+    "[2026-11-29 07:05:21 TP0] Load weight begin. avail mem=1.2.3 GB",
+    "[2026-11-29 07:05:59 TP0] Load weight end. type=X, avail mem=19..42 GB, mem usage=65.92 GB.",
+    "[2026-11-29 07:06:00 TP0] Memory pool end. avail mem=. GB",
+    "[2026-11-29 07:06:00 TP0] KV Cache is allocated. #tokens: 2.0.0, KV size: 13.10 GB",
+    "[2026-11-29 07:06:40 TP0] max_total_num_tokens=2e5, chunked_prefill_size=8192, max_running_requests=1, "
+    "context_len=200000",
+])
+def test_a_mangled_number_is_not_read(line):
+    facts = module.parse_boot_log(line)
+    assert facts["found"] is False, facts
+    state = boot_progress(line)
+    assert state["avail_mem_gib"] is None and state["kv_tokens"] is None

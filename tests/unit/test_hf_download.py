@@ -101,9 +101,13 @@ def test_single_file_checkpoint_without_index(tmp_path):
 
 
 class Hub(http.server.ThreadingHTTPServer):
-    def __init__(self, files, stall_file=None, bytes_per_s=None, ranges=True, broken_file=None):
+    def __init__(self, files, stall_file=None, bytes_per_s=None, ranges=True, broken_file=None, siblings=None,
+                 served=None, redirect=None):
         super().__init__(("127.0.0.1", 0), HubHandler)
         self.files, self.stall_file, self.requests = files, stall_file, []
+        # siblings: the listing as a hostile or broken Hub gives it; served: {name: bytes} sent instead of the
+        # listed file; redirect: a base URL the file requests are sent to (302), as the Hub sends them to storage.
+        self.siblings, self.served, self.redirect = siblings, served or {}, redirect
         self.stalled = threading.Event()
         # bytes_per_s: file data paced like a slow link; ranges=False: a mirror that ignores Range (200, whole
         # file); broken_file: answered 500, as a storage backend failing.
@@ -133,16 +137,19 @@ class HubHandler(http.server.BaseHTTPRequestHandler):
         hub.requests.append((self.command, self.path, self.headers.get("Range"), self.headers.get("Authorization")))
         repo = "org/model"
         if self.path.startswith("/api/models/%s/revision/" % repo):
-            siblings = [{"rfilename": n, "size": len(d)} for n, d in hub.files.items()]
+            siblings = hub.siblings if hub.siblings is not None else [
+                {"rfilename": n, "size": len(d)} for n, d in hub.files.items()]
             return self.send(200, json.dumps({"id": repo, "sha": SHA, "siblings": siblings}).encode(),
                              {"Content-Type": "application/json"}, head)
         prefix = "/%s/resolve/%s/" % (repo, SHA)
         if not self.path.startswith(prefix) or self.path[len(prefix):] not in hub.files:
             return self.send(404, b"not found", {"X-Error-Code": "EntryNotFound"}, head)
         name = self.path[len(prefix):]
+        if hub.redirect:
+            return self.send(302, b"", {"Location": hub.redirect + self.path}, head)
         if name == hub.broken_file:
             return self.send(500, b"Internal Error - We're working hard to fix this as soon as possible!", head=head)
-        data = hub.files[name]
+        data = hub.served.get(name, hub.files[name])
         headers = {"X-Repo-Commit": SHA, "ETag": '"etag-%s"' % name, "Accept-Ranges": "bytes"}
         start = int(self.headers["Range"].split("=")[1].split("-")[0]) if self.headers.get("Range") else 0
         if not hub.ranges:
@@ -382,3 +389,105 @@ def test_download_yml_prints_one_line_per_try_then_changes_nothing(slow_hub, tmp
     second = run_download_yml(tmp_path, url, target)
     assert second.returncode == 0, second.stdout + second.stderr
     assert "changed=0" in second.stdout and "localhost: downloading" not in second.stdout
+
+
+# --- hostile or broken peers (issue 20): what a listing names, what a server sends, where a redirect points ---
+
+def serve(**kwargs):
+    server = Hub(**kwargs)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server
+
+
+def download(server, tmp_path, **extra):
+    target = tmp_path / "model"
+    target.mkdir(exist_ok=True)
+    args = dict(module_args("org/model", "main", target, tmp_path / "no-token",
+                            "http://127.0.0.1:%d" % server.server_port), **extra)
+    try:
+        return (*one_try(args, tmp_path), target)
+    finally:
+        server.shutdown()
+
+
+@pytest.mark.parametrize("name", ["../../escaped", "/tmp/escaped-absolute", "a/../../escaped", "", "a//b", "a\\..\\b"])
+def test_a_listed_name_outside_the_folder_is_refused_before_anything_is_written(tmp_path, name):
+    rc, out, target = download(serve(files={"config.json": b"{}"},
+                                     siblings=[{"rfilename": "config.json", "size": 2}, {"rfilename": name}]),
+                               tmp_path)
+    assert rc != 0 and "outside the download folder" in out["msg"] and "nothing was downloaded" in out["msg"], out
+    assert os.listdir(target) == [] and not (tmp_path / "escaped").exists()
+    assert not os.path.exists("/tmp/escaped-absolute")
+
+
+def test_content_is_checked_against_the_listed_sha256(tmp_path):
+    good = os.urandom(2**16)
+    bad = bytes(reversed(good))  # the listed size, other bytes
+    import hashlib
+    listed = [{"rfilename": "w.bin", "size": len(good), "lfs": {"sha256": hashlib.sha256(good).hexdigest(),
+                                                                "size": len(good)}}]
+    rc, out, target = download(serve(files={"w.bin": good}, siblings=listed, served={"w.bin": bad}), tmp_path)
+    assert rc != 0 and "w.bin" in out["msg"] and hashlib.sha256(good).hexdigest() in out["msg"], out
+    assert "sha256" in out["msg"] and not (target / "w.bin").exists() and not (target / "w.bin.part").exists()
+    rc, out, target = download(serve(files={"w.bin": good}, siblings=listed), tmp_path)
+    assert rc == 0 and (target / "w.bin").read_bytes() == good, out
+
+
+@pytest.mark.parametrize("served", [2**16 + 100, 2**16 - 100])
+def test_a_file_served_longer_or_shorter_than_listed_is_a_final_error_with_both_sizes(tmp_path, served):
+    data = os.urandom(2**16)
+    rc, out, target = download(serve(files={"w.bin": data}, served={"w.bin": os.urandom(served)}), tmp_path)
+    assert rc != 0 and "w.bin" in out["msg"], out
+    assert "%d bytes" % served in out["msg"] and "says %d" % len(data) in out["msg"], out
+    assert "run again to resume" not in out["msg"] and not (target / "w.bin.part").exists()
+
+
+def test_the_token_does_not_follow_a_redirect_to_another_origin(tmp_path):
+    storage = serve(files={"w.bin": b"x" * 1000})
+    token_file = tmp_path / "token"
+    token_file.write_text(TOKEN)
+    hub = serve(files={"w.bin": b"x" * 1000}, redirect="http://localhost:%d" % storage.server_port)
+    target = tmp_path / "model"
+    target.mkdir()
+    args = module_args("org/model", "main", target, token_file, "http://127.0.0.1:%d" % hub.server_port)
+    try:
+        rc, out = one_try(args, tmp_path)
+    finally:
+        hub.shutdown()
+        storage.shutdown()
+    assert rc == 0 and (target / "w.bin").read_bytes() == b"x" * 1000, out
+    assert [r[3] for r in hub.requests] == ["Bearer " + TOKEN] * 2  # the listing and the file request
+    assert storage.requests and all(r[3] is None for r in storage.requests), storage.requests
+
+
+def test_a_git_lfs_pointer_shard_is_named_not_read(tmp_path):
+    write(tmp_path, checkpoint([4096, 4096]))
+    (tmp_path / "model-00002-of-00002.safetensors").write_bytes(
+        b"version https://git-lfs.github.com/spec/v1\noid sha256:" + b"0" * 64 + b"\nsize 4096\n")
+    result = status.check(str(tmp_path))
+    assert not result["complete"] and "git-lfs pointer" in " ".join(result["problems"]), result
+
+
+def test_a_header_length_past_the_file_is_named_not_allocated(tmp_path):
+    write(tmp_path, checkpoint([4096]))
+    (tmp_path / "model-00001-of-00001.safetensors").write_bytes(struct.pack("<Q", 2_300_000_000_000_000_000) + b"{}")
+    result = status.check(str(tmp_path))
+    assert not result["complete"] and "not a safetensors file" in " ".join(result["problems"]), result
+
+
+@pytest.mark.parametrize("index, says", [
+    (b"{not json", "cannot be read"),
+    (b"[1, 2]", "not a JSON object"),
+    (b'{"metadata": {}}', "no weight_map object"),
+    (b'{"weight_map": ["model-00001-of-00001.safetensors"]}', "no weight_map object"),
+    (b'{"weight_map": {}}', "weight_map is empty"),
+    (b'{"weight_map": {"w": 7}}', "not a file inside the checkpoint folder"),
+    (b'{"weight_map": {"w": "../../etc/passwd"}}', "not a file inside the checkpoint folder"),
+    (b'{"weight_map": {"w": "model-00001-of-00001.safetensors"}, "metadata": {"total_size": "many"}}',
+     "not a byte count"),
+])
+def test_a_malformed_index_is_a_sentence_and_never_complete(tmp_path, index, says):
+    write(tmp_path, checkpoint([4096]))
+    (tmp_path / "model.safetensors.index.json").write_bytes(index)
+    result = status.check(str(tmp_path))
+    assert result["complete"] is False and says in " ".join(result["problems"]), result

@@ -36,6 +36,19 @@ def run_retried(tmp_path, library, name, until, delay):
                           capture_output=True, text=True, timeout=120)
 
 
+def counting_module(tmp_path, name, body):
+    """A stand-in module in tmp_path/library that counts its tries in the file `counter` (n, from 1), then runs
+    body; the library folder."""
+    library = tmp_path / "library"
+    library.mkdir()
+    (library / (name + ".py")).write_text(
+        "#!/usr/bin/python\n# WANT_JSON\nimport json, os, sys, time\n"
+        "args = json.load(open(sys.argv[1]))\n"
+        "n = int(open(args['counter']).read()) + 1 if os.path.exists(args['counter']) else 1\n"
+        "open(args['counter'], 'w').write(str(n))\n" + body)
+    return library
+
+
 def test_loading_weights_from_a_tp4_boot():
     state = boot_progress(fixture("mimo_tp4_loading.log"))
     assert state["stage"] == "loading weights"
@@ -208,15 +221,9 @@ def test_the_callback_prints_one_line_per_try(tmp_path):
     assert progress_message("ct200", {"progress": "warming up, 5s"}) == "ct200: warming up, 5s"
     assert progress_message("ct200", {"msg": "other task"}) is None
 
-    library = tmp_path / "library"
-    library.mkdir()
-    # A stand-in that reports progress for its first two tries, then is ready (counts tries in a file).
-    (library / "fake_progress.py").write_text(
-        "#!/usr/bin/python\n# WANT_JSON\nimport json, os, sys\n"
-        "args = json.load(open(sys.argv[1]))\n"
-        "n = int(open(args['counter']).read()) + 1 if os.path.exists(args['counter']) else 1\n"
-        "open(args['counter'], 'w').write(str(n))\n"
-        "print(json.dumps({'changed': False, 'ready': n >= 3, 'progress': 'loading weights %d/64' % (n * 20)}))\n")
+    # A stand-in that reports progress for its first two tries, then is ready.
+    library = counting_module(tmp_path, "fake_progress", "print(json.dumps({'changed': False, 'ready': n >= 3, "
+                              "'progress': 'loading weights %d/64' % (n * 20)}))\n")
     proc = run_retried(tmp_path, library, "fake_progress", "r.ready", 0)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert proc.stdout.count("localhost: loading weights") == 2
@@ -239,16 +246,10 @@ def test_the_callback_adds_the_tasks_clock_when_a_result_asks():
 
 
 def test_the_task_clock_through_ansible_playbook(tmp_path):
-    library = tmp_path / "library"
-    library.mkdir()
     # Tries of about a second that cannot know when the task began, like hf_download's (poll).
-    (library / "fake_download.py").write_text(
-        "#!/usr/bin/python\n# WANT_JSON\nimport json, os, sys, time\n"
-        "args = json.load(open(sys.argv[1]))\n"
-        "n = int(open(args['counter']).read()) + 1 if os.path.exists(args['counter']) else 1\n"
-        "open(args['counter'], 'w').write(str(n))\ntime.sleep(1)\n"
-        "print(json.dumps({'changed': True, 'done': n >= 3, 'progress_clock': 'task',"
-        " 'progress': 'downloading org/model: %d of 3 files' % n}))\n")
+    library = counting_module(tmp_path, "fake_download", "time.sleep(1)\n"
+                              "print(json.dumps({'changed': True, 'done': n >= 3, 'progress_clock': 'task',"
+                              " 'progress': 'downloading org/model: %d of 3 files' % n}))\n")
     proc = run_retried(tmp_path, library, "fake_download", "r.done", 1)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     lines = [line for line in proc.stdout.splitlines() if line.startswith("localhost: downloading")]

@@ -1,0 +1,43 @@
+"""callback_plugins/sglang_once.py through ansible-playbook: an error whose cause chain repeats the fatal line's
+message is printed once, and from -vvv on the exception with its chain is printed as the default callback does."""
+
+import os
+import subprocess
+import sys
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+BIN = os.path.dirname(sys.executable)
+# A filter failing inside a template: ansible-core 2.19 reports it with a cause chain ending in from_json's error.
+PLAY = ("- hosts: localhost\n  gather_facts: false\n  tasks:\n"
+        "    - ansible.builtin.debug:\n        msg: \"{{ '{' | from_json }}\"\n")
+INNER = "Expecting property name enclosed in double quotes"
+
+
+def play(tmp_path, *args, stdout_callback=None):
+    path = tmp_path / "play.yml"
+    path.write_text(PLAY)
+    env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(REPO, "ansible.cfg"), ANSIBLE_NOCOLOR="1")
+    if stdout_callback:
+        env["ANSIBLE_STDOUT_CALLBACK"] = stdout_callback
+    proc = subprocess.run([os.path.join(BIN, "ansible-playbook"), str(path), *args], cwd=REPO, env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    return proc.stdout + proc.stderr
+
+
+def test_the_default_callback_prints_the_message_several_times(tmp_path):
+    # What sglang_once is for: without it the same sentence comes in the [ERROR] block, its chain and the fatal line.
+    output = play(tmp_path, stdout_callback="default")
+    assert output.count(INNER) >= 2 and "[ERROR]" in output, output
+
+
+def test_the_error_is_printed_once(tmp_path):
+    output = play(tmp_path)
+    assert output.count(INNER) == 1, output
+    assert "fatal: [localhost]: FAILED!" in output and "[ERROR]" not in output and "<<< caused by >>>" not in output
+
+
+def test_at_vvv_the_exception_and_its_chain_are_kept(tmp_path):
+    output = play(tmp_path, "-vvv")
+    assert "[ERROR]: Task failed" in output and "<<< caused by >>>" in output, output
+    assert output.count(INNER) >= 2
