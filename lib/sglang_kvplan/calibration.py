@@ -9,6 +9,7 @@ pool, enough to plan a hair short. The pool it logged at a known fraction pins A
 
 from .memory import GIB, draft_loads_before_profile, mm_reserve_gib, pool_tokens
 from .model import cell_bytes
+from .pages import pool_page
 from .spec import KVPlanError, normalize_spec
 
 
@@ -39,11 +40,11 @@ def calibrate(raw_spec, boot):
     post = (pool + 0.5) * cell / GIB + pre * (1 - fraction) + before
     if pinned:
         post = logged_post
-    elif spec["page_size"] == 1 and abs(post - logged_post) > 0.011:
+    elif pool_page(spec) == 1 and abs(post - logged_post) > 0.011:
         # The logged A disagrees with the pool by more than its rounding: the cell or the fraction is not
         # what SGLang used (another KV dtype, a draft model, a max_total_tokens cap). Trust the log.
         post = logged_post
-    if pool_tokens(pre, post - before, fraction, cell, spec["page_size"]) > pool:
+    if pool_tokens(pre, post - before, fraction, cell, pool_page(spec)) > pool:
         post = logged_post
     result = {"pre_load_avail_gib": round(pre, 6), "post_load_avail_gib": round(post, 6),
               "logged_post_load_avail_gib": logged_post, "mem_fraction_static": fraction, "pool_tokens": pool,

@@ -22,12 +22,11 @@ from .model import (
     cell_bytes,
     describe_cell,
     draft_cell_bytes,
-    is_mla,
     native_context,
     separate_draft_cell_bytes,
     target_cell_bytes,
 )
-from .releases import rules_for
+from .pages import page_note, pin_granule, pool_page
 from .server import dist_init_addr
 from .spec import KVPlanError, load_presets, normalize_spec
 
@@ -80,12 +79,6 @@ def _draft_extra_tokens(spec):
     return 0
 
 
-# On SM100 (B200) SGLang serves DeepSeek-V3-style MLA with trtllm_mla, which forces page size 64 (0.5.9
-# server_args.py, 0.5.23 arg_groups/model_overrides/deepseek_v2.py): a pin that is not a multiple of 64 would
-# be floored below the target there. MLA pins are rounded up to 64 so they hold on every GPU.
-MLA_PIN_GRANULE = 64
-
-
 def _default_running_requests(spec, pool, target):
     attn_dp = spec["dp_size"] if spec["enable_dp_attention"] else 1
     per_group = max(1, min(pool // target, pool // 2))
@@ -122,7 +115,7 @@ class Budget:
     def most_tokens(self, headroom):
         """The largest pool that leaves `headroom` GiB."""
         spare = self.post - self.draft_weights - self.mm_reserve - headroom
-        page = self.spec["page_size"]
+        page = pool_page(self.spec)
         return max(int(spare * GIB // (self.cell + self.side_cell)) // page * page, 0)
 
 
@@ -131,10 +124,10 @@ def _infeasible(spec, budget, pre, required, calibrated, native_note):
     headroom = spec["min_headroom_gib"]
     # The most that fits: within the headroom, and within what the profile reaches at the highest fraction.
     ceiling = pinned_fraction(spec, pre, headroom)
-    profiled = pool_tokens(pre, budget.profile_post, ceiling, budget.cell, spec["page_size"]) if ceiling > 0 else 0
+    profiled = pool_tokens(pre, budget.profile_post, ceiling, budget.cell, pool_page(spec)) if ceiling > 0 else 0
     limit = min(budget.most_tokens(headroom), profiled)
-    if spec["pool_policy"] != "fraction" and is_mla(spec["model_config"]):
-        limit = limit // MLA_PIN_GRANULE * MLA_PIN_GRANULE  # the pin is rounded up to the granule
+    if spec["pool_policy"] != "fraction":
+        limit = limit // pin_granule(spec) * pin_granule(spec)  # the pin is rounded up to the granule
     largest = limit - _draft_extra_tokens(spec)
     fixes = []
     if spec["kv_cache_dtype"] not in ("fp8_e4m3", "fp8_e5m2"):
@@ -180,7 +173,7 @@ def _pinned(spec, pre, post, calibrated, budget, required):
     fraction = pinned_fraction(spec, pre, spec["min_headroom_gib"])
     if fraction <= 0:
         return None
-    profiled = pool_tokens(pre, budget.profile_post, fraction, budget.cell, spec["page_size"])
+    profiled = pool_tokens(pre, budget.profile_post, fraction, budget.cell, pool_page(spec))
     cap = required
     if spec["pool_policy"] == "max" and calibrated:
         cap = max(min(budget.most_tokens(spec["min_headroom_gib"]), profiled), required)
@@ -194,14 +187,14 @@ def plan(raw_spec):
     if target is None:
         raise KVPlanError("spec key 'context_target' (group_vars sglang_context_target) is needed "
                           "for a plan: the longest prompt + completion, in tokens, one request may use.")
-    release, _ = rules_for(spec["version"], spec["pool_rules"])
+    release = spec["_release"]
     pre, post, calibrated, assumptions = memory(spec)
     budget = Budget(spec, post)
-    page = spec["page_size"]
+    page = pool_page(spec)  # the page SGLang will really use (pages.py), which floors the pool
     native_note = _beyond_native_window(spec)
     needed = _round_up(target + _draft_extra_tokens(spec), page)
-    if spec["pool_policy"] != "fraction" and is_mla(spec["model_config"]):
-        needed = _round_up(needed, MLA_PIN_GRANULE * page // math.gcd(MLA_PIN_GRANULE, page))
+    if spec["pool_policy"] != "fraction":
+        needed = _round_up(needed, pin_granule(spec))
     headroom_min = spec["min_headroom_gib"]
 
     cap = None
@@ -233,6 +226,12 @@ def plan(raw_spec):
         raise KVPlanError(native_note)
     if budget.draft_note:
         assumptions.append(budget.draft_note)
+    if page_note(spec):
+        assumptions.append(page_note(spec))
+    if spec["pool_rules"] is not None:
+        assumptions.append("sglang_pool_rules %s: the pool is sized by SGLang %s's rules (releases/rules.json) for "
+                           "sglang_version %s, as asked; check the first boot's pool against the plan"
+                           % (spec["pool_rules"], release, spec["version"] or "(unset)"))
 
     running = spec["max_running_requests"] or _default_running_requests(spec, pool, target)
     _check_request_table(spec, running, target, budget.headroom(pool))
@@ -242,8 +241,8 @@ def plan(raw_spec):
     args += ["--mem-fraction-static", "%.3f" % fraction, "--max-running-requests", str(running)]
     if spec["kv_cache_dtype"] != "auto":
         args += ["--kv-cache-dtype", spec["kv_cache_dtype"]]
-    if page != 1:
-        args += ["--page-size", str(page)]
+    if spec["page_size"] != 1:
+        args += ["--page-size", str(spec["page_size"])]
     args += speculative_args(spec) + model_args(spec) + node_args(spec)
     if calibrated:
         basis = "calibrated (P %.3f GiB, A %.3f GiB)" % (pre, post)

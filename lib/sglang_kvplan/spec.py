@@ -6,6 +6,7 @@ Every key is named like the group_vars knob that feeds it, minus the `sglang_` p
 
 import math
 import os
+import re
 
 import yaml
 
@@ -43,6 +44,8 @@ _KEYS = {
     "pre_load_avail_gib": ("pos_float", None),
     "post_load_avail_gib": ("float", None),
     "gpu_memory_mib": ("pos_float", None),
+    # nvidia-smi compute_cap ("10.0" on a B200): which attention backend, and so which page size, SGLang picks.
+    "gpu_compute_capability": ("compute_cap", None),
     "weights_gib_per_gpu": ("nonneg_float", None),
     "checkpoint_gib": ("nonneg_float", None),
     "preload_overhead_gib": ("nonneg_float", 1.5),
@@ -58,6 +61,9 @@ _KEYS = {
     "dist_timeout": ("pos_int", None),
     "limiting_node": ("host", None),
 }
+
+# Keys normalize_spec adds (the release's rules, resolved once per plan); a normalised spec may be normalised again.
+_RESOLVED = ("_release", "_rules")
 
 # Spec keys that no knob sets directly: where their value comes from, for the error messages.
 _DERIVED = {
@@ -120,6 +126,8 @@ def _check_value(key, kind, value):
                           % (_where(key), ", ".join(POOL_POLICIES), value))
     if kind == "speculative":
         return _check_speculative(value)
+    if kind == "compute_cap":
+        return _check_compute_capability(key, value)
     if kind.endswith("int"):
         if not is_bool and isinstance(value, (int, float, str)):
             try:
@@ -149,6 +157,19 @@ def _check_value(key, kind, value):
     if kind == "nonneg_float" and number < 0:
         raise KVPlanError("%s: expected a number >= 0, got %r." % (_where(key), value))
     return number
+
+
+def _check_compute_capability(key, value):
+    """'10.0' (nvidia-smi --query-gpu=compute_cap), also given as the number 10.0 or 'sm_100'."""
+    text = str(value).strip().lower() if not isinstance(value, bool) else ""
+    named = re.match(r"^sm_?(\d{1,2})(\d)$", text)
+    if named:
+        text = "%s.%s" % named.groups()
+    if re.match(r"^\d{1,2}\.\d$", text) and 1 <= int(text.split(".")[0]) <= 20:
+        return text
+    raise KVPlanError("%s: expected the GPU's compute capability as nvidia-smi --query-gpu=compute_cap prints it "
+                      "(e.g. '10.0' for a B200, '12.0' for an RTX PRO 6000, '9.0' for an H100), got %r. Leave it "
+                      "empty when unknown: the pin is then made to hold on every GPU." % (_where(key), value))
 
 
 def _check_speculative(value):
@@ -198,7 +219,7 @@ def normalize_spec(spec):
     if not isinstance(spec, dict):
         raise KVPlanError("spec: expected a mapping of planner inputs, got %s %r."
                           % (type(spec).__name__, spec))
-    unknown = sorted(set(spec) - set(_KEYS))
+    unknown = sorted(set(spec) - set(_KEYS) - set(_RESOLVED))
     if unknown:
         raise KVPlanError("spec has unknown key(s) %s; the planner reads: %s."
                           % (", ".join(unknown), ", ".join(sorted(_KEYS))))
@@ -243,6 +264,8 @@ def normalize_spec(spec):
                           "%s MiB = %.2f GiB): the calibration belongs to another GPU or was mistyped. Remove it "
                           "(the next boot measures it again)." % (out["pre_load_avail_gib"], out["gpu_memory_mib"],
                                                                   out["gpu_memory_mib"] / 1024))
+    from .releases import rules_for  # releases.py imports this module
+    out["_release"], out["_rules"] = rules_for(out["version"], out["pool_rules"])
     from .model import check_geometry  # model.py imports this module
     check_geometry(out)
     _check_nodes(out)
