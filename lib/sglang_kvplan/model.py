@@ -14,7 +14,9 @@ import math
 from .releases import ELEM_BYTES, MODEL_FREE_ALGORITHMS, OWN_GEOMETRY_ALGORITHMS, RULES, first_release_with
 from .spec import KVPlanError
 
-_TORCH_DTYPE_BYTES = {"bfloat16": 2, "float16": 2, "half": 2, "float32": 4, "float": 4}
+# SGLang's dtype "auto" serves a float32 checkpoint (or one that names no dtype) as float16, bfloat16 for Gemma
+# (0.5.9 and 0.5.23 configs/model_config.py _get_and_verify_dtype): the KV cache follows the served dtype.
+_TORCH_DTYPE_BYTES = {"bfloat16": 2, "float16": 2, "half": 2, "float32": 2, "float": 2}
 
 
 def text_config(config):

@@ -75,8 +75,13 @@ def _draft_extra_tokens(spec):
     draft = spec_cfg["draft_model_config"] or {}
     if spec_cfg["algorithm"] in ("DFLASH", "DSPARK"):
         block = (draft.get("dflash_config") or {}).get("block_size") or draft.get("block_size")
-        return block if isinstance(block, int) and block > 0 else 0
+        # no block_size in the draft's config: every DFLASH release defaults to 16 ("speculative_num_draft_tokens
+        # is not set; defaulting to 16 for DFLASH": 0.5.11 server_args.py, 0.5.23 arg_groups/speculative_hook.py)
+        return block if isinstance(block, int) and not isinstance(block, bool) and block > 0 else DFLASH_DEFAULT_BLOCK
     return 0
+
+
+DFLASH_DEFAULT_BLOCK = 16
 
 
 def _default_running_requests(spec, pool, target):
@@ -125,7 +130,10 @@ def _infeasible(spec, budget, pre, required, calibrated, native_note):
     # The most that fits: within the headroom, and within what the profile reaches at the highest fraction.
     ceiling = pinned_fraction(spec, pre, headroom)
     profiled = pool_tokens(pre, budget.profile_post, ceiling, budget.cell, pool_page(spec)) if ceiling > 0 else 0
-    limit = min(budget.most_tokens(headroom), profiled)
+    reserve = headroom
+    if spec["pool_policy"] != "fraction" and ceiling > 0:  # as _pinned asks: the floored fraction's reserve too
+        reserve = max(headroom, (1 - ceiling) * _upper_memory(spec, pre))
+    limit = min(budget.most_tokens(reserve), profiled)
     if spec["pool_policy"] != "fraction":
         limit = limit // pin_granule(spec) * pin_granule(spec)  # the pin is rounded up to the granule
     largest = limit - _draft_extra_tokens(spec)
@@ -150,10 +158,13 @@ def _infeasible(spec, budget, pre, required, calibrated, native_note):
             " inside each token's cell" if not budget.side_cell else " beside the pool", budget.draft_weights)
     raise KVPlanError(
         "context_target %s does not fit: it needs %.2f GiB of KV cache per GPU (%s tokens x %s B/token, %s), "
-        "but at most %.2f GiB per GPU is available: %.2f GiB free after the weights (A) less min_headroom_gib "
-        "%.2f GiB (P %.2f GiB; %s).%s Fixes: %s.%s"
+        "but at most %.2f GiB per GPU is available: %.2f GiB free after the weights (A) less %s "
+        "(P %.2f GiB; %s).%s Fixes: %s.%s"
         % (_fmt(target), required * budget.cell / GIB, _fmt(required), _fmt(budget.cell), describe_cell(spec),
-           max(budget.post - headroom, 0.0), budget.post, headroom, pre,
+           max(budget.post - reserve, 0.0), budget.post,
+           ("min_headroom_gib %.2f GiB" % headroom) if reserve <= headroom else (
+               "%.2f GiB, SGLang's reserve (1 - f) x P at --mem-fraction-static %.3f (floored to 3 decimals, so a "
+               "little over min_headroom_gib %.2f GiB)" % (reserve, ceiling, headroom)), pre,
            ("calibrated" if calibrated else "uncalibrated estimate") + _limited_by(spec, " on node %s, the least free"),
            draft, "; or ".join(fixes),
            " Also: " + native_note if native_note else ""))
@@ -163,8 +174,7 @@ def pinned_fraction(spec, pre, headroom):
     """The highest fraction whose reserve (1 - f) x P stays within the headroom even where P is the whole
     GPU: then, whatever P and A really are, the profile reaches the cap whenever the cap physically fits
     with that headroom (profile = A - (1 - f) x P >= A - headroom >= cap x cell)."""
-    upper = max(pre, spec["gpu_memory_mib"] / 1024 if spec["gpu_memory_mib"] else 0.0)
-    return fraction_ceiling(upper, headroom)
+    return fraction_ceiling(_upper_memory(spec, pre), headroom)
 
 
 def _pinned(spec, pre, post, calibrated, budget, required):
@@ -174,10 +184,18 @@ def _pinned(spec, pre, post, calibrated, budget, required):
     if fraction <= 0:
         return None
     profiled = pool_tokens(pre, budget.profile_post, fraction, budget.cell, pool_page(spec))
+    # The fraction is floored to 3 decimals, so SGLang's reserve (1 - f) x P can pass the headroom by up to
+    # 0.001 x the GPU (0.18 GiB on a B200): the pin must also leave that, so the profile reaches it for any P
+    # up to the whole GPU (docs/kv-pool-formula.md, claim (e)).
+    reserve = max(spec["min_headroom_gib"], (1 - fraction) * _upper_memory(spec, pre))
     cap = required
     if spec["pool_policy"] == "max" and calibrated:
-        cap = max(min(budget.most_tokens(spec["min_headroom_gib"]), profiled), required)
-    return (cap, fraction) if profiled >= cap else None
+        cap = max(min(budget.most_tokens(reserve), profiled), required)
+    return (cap, fraction) if profiled >= cap and budget.headroom(cap) >= reserve - 1e-9 else None
+
+
+def _upper_memory(spec, pre):
+    return max(pre, spec["gpu_memory_mib"] / 1024 if spec["gpu_memory_mib"] else 0.0)
 
 
 def plan(raw_spec):

@@ -266,3 +266,14 @@ def test_a_good_command_line_passes_both_releases():
             "--speculative-num-steps", "3", "--speculative-eagle-topk", "1", "--speculative-num-draft-tokens", "4"]
     for version in ("0.5.9", "0.5.23"):
         assert check_args(load_table(version), argv) == [], version
+
+
+def test_the_three_flags_whose_choices_the_0_5_23_parser_checks():
+    """--cuda-graph-backend-decode/-prefill take Backend.ALL (model_executor/cuda_graph_config.py), and
+    --kv-canary-real-data the lower-case names of RealKvHashMode (server_args.py): the real parser refuses others."""
+    new = load_table("0.5.23")
+    for flag in ("--cuda-graph-backend-decode", "--cuda-graph-backend-prefill"):
+        assert check_args(new, [flag, "breakable"]) == []
+        assert any("'piecewise' is not a choice" in p for p in check_args(new, [flag, "piecewise"]))
+    assert check_args(new, ["--kv-canary-real-data", "partial"]) == []
+    assert any("'some' is not a choice" in p for p in check_args(new, ["--kv-canary-real-data", "some"]))

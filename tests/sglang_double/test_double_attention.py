@@ -116,3 +116,14 @@ def test_dflash_infers_its_draft_tokens(tmp_path, capsys, draft_extra, tokens):
     _, out = _boot(argv, _gpu(weights_gib_per_gpu=60.0), capsys)
     assert re.search(r"Capture target verify CUDA graph begin\. backend=full, num_tokens_per_req=%d," % tokens, out)
     assert ("defaulting to 16 for DFLASH" in out) == (not draft_extra)
+
+
+def test_a_float32_checkpoint_is_served_as_float16(tmp_path, capsys):
+    path = model_dir(str(tmp_path), "llama-3.1-8b")
+    with open(os.path.join(path, "config.json"), encoding="utf-8") as handle:
+        config = json.load(handle)
+    with open(os.path.join(path, "config.json"), "w", encoding="utf-8") as handle:
+        json.dump(dict(config, torch_dtype="float32"), handle)
+    state, out = _boot(["--model-path", path, "--mem-fraction-static", "0.9"], _gpu(weights_gib_per_gpu=16.0), capsys)
+    assert "dtype: torch.float16, #tokens: %d" % state["max_total_num_tokens"] in out
+    assert state["max_total_num_tokens"] == _expected_pool(_gpu(weights_gib_per_gpu=16.0), 0.9, 8 * 256 * 32 * 2)

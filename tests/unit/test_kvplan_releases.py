@@ -124,3 +124,27 @@ def test_explicit_pool_rules_are_noted_in_the_plan():
     plan = kv.plan(dict(LLAMA8, context_target=50_000, version="0.6.0", pool_rules="0.5.23"))
     assert plan["release_rules"] == "0.5.23"
     assert any("sglang_pool_rules 0.5.23" in a and "0.6.0" in a for a in plan["assumptions"])
+
+
+def test_the_floored_fraction_s_reserve_is_part_of_the_fit_on_a_b200():
+    """finding 6: on a B200 (182,641 MiB = 178.36 GiB) the pinned fraction is 1 - 4 / 178.36 = 0.97757, floored to
+    0.977, whose reserve (1 - f) x P is 4.10 GiB with P the whole GPU, more than the 4 GiB asked. A pin that
+    leaves 4.05 GiB would then be missed by SGLang's profile (rest = A - P x (1 - f), floored by the cell)."""
+    gpu_mib, pre, post, cell = 182_641, 178.36, 16.3, 8 * 256 * 32 * 2  # A: a target of ~100k tokens
+    spec = dict(LLAMA8, gpu_memory_mib=gpu_mib, pre_load_avail_gib=pre, post_load_avail_gib=post,
+                gpu_compute_capability="12.0")
+    tight = int((post - 4.05) * 2**30 // cell)  # leaves 4.05 GiB: within min_headroom_gib, not within the reserve
+    assert int((post - pre * (1 - 0.977)) * 2**30) // cell < tight  # what SGLang would allocate for that pin
+    with pytest.raises(kv.KVPlanError, match=r"SGLang's reserve \(1 - f\) x P at --mem-fraction-static 0.977"):
+        kv.plan(dict(spec, context_target=tight))
+    roomy = int((post - 4.2) * 2**30 // cell)
+    plan = kv.plan(dict(spec, context_target=roomy))
+    assert plan["mem_fraction_static"] == 0.977
+    assert int((post - pre * (1 - 0.977)) * 2**30) // cell >= plan["max_total_tokens"]
+
+
+def test_a_dflash_draft_without_block_size_gets_sglangs_16_draft_tokens():
+    draft = {k: v for k, v in DFLASH["draft_model_config"].items() if k not in ("block_size", "dflash_config")}
+    spec = dict(CT200, speculative=dict(DFLASH, num_draft_tokens=None, draft_model_config=draft))
+    # 100,032 (a whole number of 64-token pages) + 16 draft tokens -> the next page
+    assert kv.plan(dict(spec, context_target=100_032))["max_total_tokens"] == 100_096

@@ -86,9 +86,9 @@ def language_config(config):
 
 
 def _model_dtype_bytes(config):
-    dtype = str(language_config(config).get("torch_dtype") or config.get("torch_dtype")
-                or config.get("dtype") or "bfloat16")
-    return 4 if dtype in ("float32", "float") else 2
+    """The served dtype's size: --dtype auto serves float32 checkpoints as float16 (bfloat16 for Gemma), 0.5.9 and
+    0.5.23 configs/model_config.py _get_and_verify_dtype; every other dtype it serves is 2 bytes too."""
+    return 2
 
 
 def kv_elem_bytes(kv_cache_dtype, config):
