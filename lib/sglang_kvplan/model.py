@@ -33,10 +33,30 @@ def _field(config, name, default=None, where="model_config"):
     if value is None and default is not None:
         return default
     if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-        raise KVPlanError("%s: %r must be a positive integer in the model's config.json, got %r%s. Is this "
+        shown = repr(value) if len(repr(value)) <= 40 else repr(value)[:20] + "..."
+        raise KVPlanError("%s: %r must be a positive integer in the model's config.json, got %s%s. Is this "
                           "a decoder-only checkpoint's config.json?"
-                          % (where, name, value, " (a string)" if isinstance(value, str) else ""))
+                          % (where, name, shown, " (a string)" if isinstance(value, str) else ""))
+    if value > MAX_CONFIG_INT:
+        raise KVPlanError("%s: %r is %s in the model's config.json, more than any model has (at most %s): the file "
+                          "is damaged or not a model's config.json. Stage the checkpoint again."
+                          % (where, name, repr(value)[:20] + ("..." if len(repr(value)) > 20 else ""),
+                             format(MAX_CONFIG_INT, ",")))
     return value
+
+
+MAX_CONFIG_INT = 1 << 31  # sizes, counts and windows of a config.json are int32 in every checkpoint format
+
+
+def check_config_types(config, where="model_config"):
+    """The nested mappings the planner reads must be mappings (a string or a number there is a damaged file)."""
+    for source in (config, text_config(config)):
+        for key in ("quantization_config", "text_config", "dflash_config"):
+            value = source.get(key)
+            if value is not None and not isinstance(value, dict):
+                raise KVPlanError("%s: %r in the model's config.json must be a mapping, got %r. Stage the "
+                                  "checkpoint's config.json again, or remove the key if it is not the model's."
+                                  % (where, key, value if len(repr(value)) <= 40 else repr(value)[:20] + "..."))
 
 
 # config.json keys that mean an attention layout the pool formula here does not describe.
@@ -66,6 +86,7 @@ def _unsupported_layout(cfg):
 
 def check_geometry(spec):
     """Refuse configs and parallelism the formula cannot size, with the knob to change."""
+    check_config_types(spec["model_config"])
     cfg = text_config(spec["model_config"])
     unsupported = _unsupported_layout(cfg)
     if unsupported:
@@ -222,6 +243,8 @@ def check_speculative(spec):
     if algorithm in OWN_GEOMETRY_ALGORITHMS and spec_cfg["draft_model_config"] is None:
         raise KVPlanError("sglang_speculative: %s sizes the draft's KV from the draft's config.json, which was "
                           "not read (draft_model_config is empty): stage the draft at draft_model_path." % algorithm)
+    if spec_cfg["draft_model_config"] is not None:
+        check_config_types(spec_cfg["draft_model_config"], "speculative.draft_model_config")
     if spec_cfg["draft_model_config"] is not None and draft_layers(spec):
         unsupported = _unsupported_layout(text_config(spec_cfg["draft_model_config"]))
         if unsupported:

@@ -134,17 +134,25 @@ def _check_value(key, kind, value):
                 number = int(str(value).replace("_", ""))
             except ValueError:
                 number = None
+            if number is not None and number > MAX_NUMBER:
+                raise KVPlanError("%s: %s is beyond any real server (at most %s); set the %s it really has."
+                                  % (_where(key), _short(value), format(MAX_NUMBER, ","), _what(key)))
             if number is not None and (number > 0 or (kind == "nonneg_int" and number == 0)):
                 return number
         need = "a positive whole number" if kind == "pos_int" else "a whole number >= 0"
-        raise KVPlanError("%s: expected %s, got %r." % (_where(key), need, value))
+        raise KVPlanError("%s: expected %s, got %s." % (_where(key), need, _short(value)))
     # floats
     try:
         number = float(value) if not is_bool else None
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         number = None
     if number is None or not math.isfinite(number):
-        raise KVPlanError("%s: expected a number, got %r." % (_where(key), value))
+        raise KVPlanError("%s: expected a finite number, got %s." % (_where(key), _short(value)))
+    limit = MAX_GPU_MIB if key == "gpu_memory_mib" else MAX_NUMBER
+    if number > limit:
+        raise KVPlanError("%s: %s is beyond any real GPU or checkpoint (at most %s); set the %s it really has "
+                          "(nvidia-smi memory.total in MiB for gpu_memory_mib)."
+                          % (_where(key), _short(value), format(limit, ","), _what(key)))
     if kind == "fraction" and not 0.0 < number < 1.0:
         raise KVPlanError("%s: expected a fraction between 0 and 1 (e.g. 0.9), got %r."
                           % (_where(key), value))
@@ -157,6 +165,21 @@ def _check_value(key, kind, value):
     if kind == "nonneg_float" and number < 0:
         raise KVPlanError("%s: expected a number >= 0, got %r." % (_where(key), value))
     return number
+
+
+# Bounds no server reaches: beyond them a number is a typo, and the planner's float arithmetic would overflow.
+MAX_NUMBER = 1 << 40
+MAX_GPU_MIB = 1 << 24  # 16 TiB per GPU
+
+
+def _short(value):
+    """repr() of a value, cut to a readable length (10**400 has 401 digits)."""
+    text = repr(value)
+    return text if len(text) <= 40 else text[:20] + "...(%d characters)" % len(text)
+
+
+def _what(key):
+    return key.replace("_", " ")
 
 
 def _check_compute_capability(key, value):
