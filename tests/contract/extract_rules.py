@@ -200,7 +200,38 @@ def dumps(data):
     return json.dumps(data, indent=1, sort_keys=True) + "\n"
 
 
+def _cite(path):
+    return "`%s`" % path.replace(SRT, "").replace("sglang/", "") if path else ""
+
+
+def markdown(data):
+    """docs/sglang-releases.md's table: one row per release, each rule with the file it was read from."""
+    rows = ["| release | draft loads | EAGLE-family cell | DFLASH cell | multimodal reserve | SM100 forced page "
+            "(trtllm_mha / fa4 / trtllm_mla) | --speculative-algorithm | torch, CUDA, driver |",
+            "|---|---|---|---|---|---|---|---|"]
+    for version, r in sorted(data["releases"].items(), key=lambda item: tuple(int(n) for n in
+                                                                             re.findall(r"\d+", item[0]))):
+        pages = r["forced_pages"]
+        fa4 = pages.get("sm100_mha_asymmetric_kv")
+        rows.append("| %s | %s (%s) | %s (%s) | %s | %s | %d / %s / %d (%s; picked in %s) | %s (%s) | %s, %s, %d (%s) |"
+                    % (version, r["draft_load"], _cite(r["draft_load_source"]), r["eagle_cell"],
+                       _cite(r["eagle_cell_source"]),
+                       "%s (%s)" % (r["dflash_cell"], _cite(r["dflash_cell_source"])) if r["dflash_cell"] else "none",
+                       "%d MiB (+%d with cuda_ipc/vmm transport; %s)" % (
+                           r["mm_reserve_mib"], r["mm_feature_reserve_mib"], _cite(r["mm_reserve_source"]))
+                       if r["mm_reserve_mib"] else "none",
+                       pages["sm100_mha"]["page"], fa4["page"] if fa4 else "not picked", pages["sm100_mla"]["page"],
+                       _cite(pages["sm100_mha"]["source"]), _cite(pages["sm100_mha"]["picked_in"]),
+                       " ".join(r["speculative_algorithms"]), _cite(r["speculative_algorithms_source"].split(" ")[0]),
+                       r["torch"], r["torch_cuda"], r["min_driver_branch"], "METADATA"))
+    return "\n".join(rows) + "\n"
+
+
 def main(argv):
+    if argv[:1] == ["--markdown"]:
+        with open(argv[1], encoding="utf-8") as handle:
+            sys.stdout.write(markdown(json.load(handle)))
+        return
     out = None
     if "--out" in argv:
         index = argv.index("--out")

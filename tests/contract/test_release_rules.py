@@ -50,3 +50,12 @@ def test_what_the_releases_differ_in_as_read_from_their_wheels():
     assert "sm100_mha_asymmetric_kv" not in TABLE["0.5.9"]["forced_pages"]
     assert (TABLE["0.5.9"]["torch"], TABLE["0.5.9"]["torch_cuda"], TABLE["0.5.23"]["torch"]) == ("2.9.1", "12.9",
                                                                                                 "2.14.1")
+
+
+def test_the_docs_table_is_the_rules_table():
+    docs = os.path.join(os.path.dirname(RULES_TABLE), "..", "..", "..", "docs", "sglang-releases.md")
+    with open(docs, encoding="utf-8") as handle:
+        text = handle.read()
+    with open(RULES_TABLE, encoding="utf-8") as handle:
+        rows = extract_rules.markdown(json.load(handle))
+    assert rows in text, "docs/sglang-releases.md: paste the output of extract_rules.py --markdown into its table"
