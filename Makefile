@@ -61,5 +61,11 @@ molecule: venv
 
 test: lint sanity unit molecule
 
+# Every SGLang release of the planner's table checked against its own wheel: the flag tables and the pool rules
+# (tests/contract/extract_flags.py, extract_rules.py); the wheels download once into .cache/sglang-wheels.
+.PHONY: releases
+releases: venv
+	SGLANG_RELEASES=all pytest -q tests/contract/test_release_flags.py tests/contract/test_release_rules.py
+
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache .cache

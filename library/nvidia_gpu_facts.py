@@ -10,6 +10,10 @@ short_description: Read the host's NVIDIA GPUs, driver version, kernel module fl
 description:
   - Uses C(nvidia-smi) when it answers (GPU names, C(memory.total) in MiB), else C(lspci) (GPUs, PCI classes
     0300, 0302 and 0380, and NVSwitches seen on the PCI bus before any driver is installed).
+  - The compute capability (C(compute_capability), the lowest of the GPUs, e.g. C(10.0) on a B200) from
+    C(nvidia-smi --query-gpu=compute_cap) (drivers 510 and newer), else from the chip lspci names (GB1xx
+    datacenter Blackwell 10.0, GB2xx 12.0, GH100 9.0, AD10x 8.9, GA100 8.0, GA10x 8.6); null when neither says.
+    SGLang picks its attention backend, and so its page size, by it.
   - The driver version and module flavour are the B(loaded) module's (C(/sys/module/nvidia/version), else
     C(/proc/driver/nvidia/version), whose C(Open Kernel Module) marks the open flavour; C(/sys/module/nvidia/taint)
     with C(P) marks the proprietary one), else what C(nvidia-smi) reports. The module on disk, which the next boot
@@ -47,6 +51,7 @@ ansible_facts:
         count: 8
         names: ["NVIDIA RTX PRO 6000 Blackwell Server Edition"]
         memory_mib_min: 97887
+        compute_capability: "12.0"
         driver_version: "580.95.05"
         module_flavour: open
         driver_loaded: true
@@ -88,8 +93,31 @@ def parse_lspci(output):
             switches += 1
         else:
             name = re.search(r"\[([^\]]+)\]$", match.group(2))
-            gpus.append({"name": "NVIDIA " + (name.group(1) if name else match.group(2))})
+            chip = match.group(2).split(" [")[0].strip()
+            gpus.append({"name": "NVIDIA " + (name.group(1) if name else match.group(2)),
+                         "compute_capability": compute_capability_of_chip(chip)})
     return gpus, switches
+
+
+def parse_compute_caps(output):
+    """The lowest `--query-gpu=compute_cap --format=csv,noheader` row ("10.0"), or None (an older driver
+    answers 'Field "compute_cap" is not a valid field to query.')."""
+    caps = [line.strip() for line in output.splitlines() if re.match(r"^\d+\.\d+$", line.strip())]
+    return min(caps, key=lambda c: tuple(int(n) for n in c.split("."))) if caps else None
+
+
+# NVIDIA's chip names as lspci shows them (the part before the bracket) -> compute capability: CUDA's
+# compute-capability table by architecture (Blackwell datacenter GB1xx sm_100/103, Blackwell GB2xx sm_120,
+# Hopper GH100 sm_90, Ada AD10x sm_89, Ampere GA100 sm_80 and GA10x sm_86).
+CHIP_COMPUTE_CAPABILITY = ((r"^GB1\d\d", "10.0"), (r"^GB2\d\d", "12.0"), (r"^GH100", "9.0"), (r"^AD10\d", "8.9"),
+                           (r"^GA100", "8.0"), (r"^GA10\d", "8.6"))
+
+
+def compute_capability_of_chip(chip):
+    for pattern, cap in CHIP_COMPUTE_CAPABILITY:
+        if re.match(pattern, chip or ""):
+            return cap
+    return None
 
 
 def flavour_from_license(license_text):
@@ -116,9 +144,9 @@ read = read_text
 def main():
     module = AnsibleModule(argument_spec={}, supports_check_mode=True)
     with failures_as_sentences(module, "nvidia_gpu_facts"):
-        facts = {"source": "none", "count": 0, "names": [], "memory_mib_min": None, "driver_version": None,
-                 "module_flavour": "none", "driver_loaded": False, "ondisk_version": None, "ondisk_flavour": "none",
-                 "nvswitch": False, "secure_boot": False}
+        facts = {"source": "none", "count": 0, "names": [], "memory_mib_min": None, "compute_capability": None,
+                 "driver_version": None, "module_flavour": "none", "driver_loaded": False, "ondisk_version": None,
+                 "ondisk_flavour": "none", "nvswitch": False, "secure_boot": False}
 
         smi = module.get_bin_path("nvidia-smi")
         if smi:
@@ -129,6 +157,9 @@ def main():
                 facts.update(source="nvidia-smi", count=len(gpus), names=sorted({g["name"] for g in gpus}),
                              memory_mib_min=min(g["memory_mib"] for g in gpus),
                              driver_version=gpus[0]["driver_version"])
+                # A query of its own: a driver without the field fails the whole query, and the GPUs must still count.
+                rc, out, _err = module.run_command([smi, "--query-gpu=compute_cap", "--format=csv,noheader"])
+                facts["compute_capability"] = parse_compute_caps(out) if rc == 0 else None
                 rc, out, _err = module.run_command([smi, "-q"])
                 facts["nvswitch"] = rc == 0 and bool(re.search(r"Fabric\s+State\s+:\s+(Completed|In Progress)", out))
 
@@ -140,6 +171,9 @@ def main():
                 facts["nvswitch"] = facts["nvswitch"] or switches > 0
                 if facts["source"] == "none" and gpus:
                     facts.update(source="lspci", count=len(gpus), names=sorted({g["name"] for g in gpus}))
+                caps = [g["compute_capability"] for g in gpus if g["compute_capability"]]
+                if facts["compute_capability"] is None and caps and len(caps) == len(gpus):
+                    facts["compute_capability"] = min(caps, key=lambda c: tuple(int(n) for n in c.split(".")))
 
         modinfo = module.get_bin_path("modinfo", opt_dirs=["/usr/sbin", "/sbin"])
         if modinfo:

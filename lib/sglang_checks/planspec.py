@@ -16,7 +16,7 @@ KNOB_KEYS = ("model", "model_config", "weights_gib_per_gpu", "context_target", "
 # Every knob the spec reads (plan.yml passes exactly these; the check phase reads them from the inventory).
 KNOBS = tuple("sglang_" + key for key in KNOB_KEYS) + (
     "sglang_checkpoint_gib", "sglang_speculative", "sglang_pool_rules", "sglang_gpu_memory_mib",
-    "sglang_calibration", "sglang_nodes", "sglang_dist_init_host")
+    "sglang_calibration", "sglang_nodes", "sglang_dist_init_host", "sglang_gpu_compute_capability")
 # Only the role uses these speculative keys (where the draft comes from), not the planner.
 _ROLE_ONLY_SPECULATIVE = ("draft_model_hf_repo", "draft_model_hf_revision")
 
@@ -24,10 +24,12 @@ _ROLE_ONLY_SPECULATIVE = ("draft_model_hf_repo", "draft_model_hf_revision")
 def node_inputs(node, knobs, facts):
     """One node's {node, gpu_memory_mib, calibration}: its GPU facts over its knob, its stored calibration
     over the inventory's (facts: nvidia_gpu and _sglang_calibration_in_use, when known)."""
-    gpu = (facts.get("nvidia_gpu") or {}).get("memory_mib_min")
+    gpu = facts.get("nvidia_gpu") or {}
     calibration = facts.get("_sglang_calibration_in_use")
     return {"node": node,
-            "gpu_memory_mib": gpu if gpu else knobs.get("sglang_gpu_memory_mib"),
+            "gpu_memory_mib": gpu.get("memory_mib_min") or knobs.get("sglang_gpu_memory_mib"),
+            # The page SGLang's attention backend forces depends on the GPU family (lib/sglang_kvplan/pages.py).
+            "gpu_compute_capability": gpu.get("compute_capability") or knobs.get("sglang_gpu_compute_capability"),
             "calibration": calibration if calibration is not None else (knobs.get("sglang_calibration") or {})}
 
 
@@ -58,6 +60,9 @@ def spec(host, knobs, per_node, rank0_address, measured=None):
                          draft_weights_gib=calibration.get("draft_weights_gib")) if speculative else None,
         pool_rules=knobs.get("sglang_pool_rules") or None,
         gpu_memory_mib=server["gpu_memory_mib"],
+        # this host's GPU family (a server's nodes are expected to be alike)
+        gpu_compute_capability=next((n["gpu_compute_capability"] for n in per_node if n["node"] == host
+                                     and n.get("gpu_compute_capability")), None),
         pre_load_avail_gib=calibration.get("pre_load_avail_gib"),
         post_load_avail_gib=calibration.get("post_load_avail_gib"),
         nnodes=node["nnodes"], node_rank=node["node_rank"],

@@ -9,13 +9,19 @@ pool, enough to plan a hair short. The pool it logged at a known fraction pins A
 
 from .memory import GIB, draft_loads_before_profile, mm_reserve_gib, pool_tokens
 from .model import cell_bytes
+from .pages import pool_page
 from .spec import KVPlanError, normalize_spec
 
 
 def calibrate(raw_spec, boot):
     """`boot`: pre_load_avail_gib, post_load_avail_gib (the TARGET's, as logged), mem_fraction_static,
-    pool_tokens; optionally max_total_tokens (the cap the boot ran with), draft_weights_gib (the draft's
-    'Load weight' drop) and pool_end_avail_gib (free after the pool: the measured headroom).
+    pool_tokens; optionally max_total_tokens (the cap the boot ran with), the draft's 'Load weight begin/end'
+    avail mem (draft_pre_load_avail_gib, draft_post_load_avail_gib; or their difference as draft_weights_gib)
+    and pool_end_avail_gib (free after the pool: the measured headroom).
+
+    The draft's weights are the drop across its load, clamped at 0: a real 0.5.2x boot logged 28.81 GB ->
+    30.67 GB (`mem usage=-1.86 GB`), the target's loader temporaries freed while the draft loaded. The raw
+    numbers are kept (draft_load_avail_gib) so the calibration still says what the log said.
 
     Returns {pre_load_avail_gib, post_load_avail_gib, logged_post_load_avail_gib, mem_fraction_static,
     pool_tokens, pinned, [draft_weights_gib], [headroom_gib]} with A refined from an unpinned pool.
@@ -29,26 +35,51 @@ def calibrate(raw_spec, boot):
     except (KeyError, TypeError, ValueError) as error:
         raise KVPlanError("boot: needs pre_load_avail_gib, post_load_avail_gib, mem_fraction_static and "
                           "pool_tokens read from SGLang's log; got %r (%s)." % (boot, error)) from None
+    draft_weights, draft_raw = _draft_weights(boot)
     cap = boot.get("max_total_tokens")
     pinned = cap not in (None, "") and pool >= int(cap)
     cell = cell_bytes(spec)
     # A refined from the pool is what the profile started from; a draft loaded before it (0.5.23) took its
     # weights from there, and 0.5.23 kept a multimodal reserve out: both are added back to give the target's A.
-    before = float(boot.get("draft_weights_gib") or 0.0) if draft_loads_before_profile(spec) else 0.0
+    before = draft_weights if draft_loads_before_profile(spec) else 0.0
     before += mm_reserve_gib(spec)  # and 0.5.23's reserve for a multimodal checkpoint
     post = (pool + 0.5) * cell / GIB + pre * (1 - fraction) + before
     if pinned:
         post = logged_post
-    elif spec["page_size"] == 1 and abs(post - logged_post) > 0.011:
+    elif pool_page(spec) == 1 and abs(post - logged_post) > 0.011:
         # The logged A disagrees with the pool by more than its rounding: the cell or the fraction is not
         # what SGLang used (another KV dtype, a draft model, a max_total_tokens cap). Trust the log.
         post = logged_post
-    if pool_tokens(pre, post - before, fraction, cell, spec["page_size"]) > pool:
+    if pool_tokens(pre, post - before, fraction, cell, pool_page(spec)) > pool:
         post = logged_post
     result = {"pre_load_avail_gib": round(pre, 6), "post_load_avail_gib": round(post, 6),
               "logged_post_load_avail_gib": logged_post, "mem_fraction_static": fraction, "pool_tokens": pool,
               "pinned": pinned}
-    for key, name in (("draft_weights_gib", "draft_weights_gib"), ("pool_end_avail_gib", "headroom_gib")):
-        if boot.get(key) not in (None, ""):
-            result[name] = round(float(boot[key]), 6)
+    if draft_raw is not None:
+        result["draft_weights_gib"] = round(draft_weights, 6)
+        result["draft_load_avail_gib"] = draft_raw
+    if boot.get("pool_end_avail_gib") not in (None, ""):
+        result["headroom_gib"] = round(_number(boot, "pool_end_avail_gib"), 6)
     return result
+
+
+def _number(boot, key):
+    try:
+        value = float(boot[key])
+    except (TypeError, ValueError):
+        raise KVPlanError("boot: %s must be a number read from SGLang's log, got %r." % (key, boot[key])) from None
+    if value != value or value in (float("inf"), float("-inf")):
+        raise KVPlanError("boot: %s must be a finite number, got %r." % (key, boot[key]))
+    return value
+
+
+def _draft_weights(boot):
+    """(GiB >= 0, raw) of the draft's load: raw is [before, after] as logged, or the given difference."""
+    if boot.get("draft_pre_load_avail_gib") not in (None, "") and boot.get("draft_post_load_avail_gib") not in (None,
+                                                                                                           ""):
+        before, after = _number(boot, "draft_pre_load_avail_gib"), _number(boot, "draft_post_load_avail_gib")
+        return max(before - after, 0.0), [before, after]
+    if boot.get("draft_weights_gib") not in (None, ""):
+        drop = _number(boot, "draft_weights_gib")
+        return max(drop, 0.0), drop
+    return 0.0, None

@@ -7,8 +7,8 @@ P and A are MIN over all ranks, in GiB ("GB" in SGLang's logs is GiB). They are 
 calibration (the 'avail mem' that 'Load weight begin/end' logs), or estimated before the first boot.
 """
 
-from .model import attn_tp_size, cell_bytes
-from .releases import rules_for
+from .model import attn_tp_size, cell_bytes, text_config
+from .pages import pool_page
 from .spec import KVPlanError
 
 GIB = 1 << 30
@@ -61,27 +61,29 @@ def draft_weights(spec):
 
 
 def draft_loads_before_profile(spec):
-    """0.5.23 loads the draft before it profiles the pool (its weights come out of f x P); 0.5.9 after."""
-    if not spec["speculative"]:
+    """0.5.14+ loads the draft before it profiles the pool (its weights come out of f x P); 0.5.9-0.5.13 after."""
+    return bool(spec["speculative"]) and spec["_rules"]["draft_load"] == "before_pool"
+
+
+def is_multimodal(spec):
+    """SGLang's ModelConfig.is_multimodal (configs/model_config.py) with its defaults: the architecture is in the
+    release's multimodal list (or the checkpoint nests its language model under text_config), multimodal is not
+    off by default for it (Gemma3, Llama4, ... need --enable-multimodal), and the checkpoint is not
+    language_model_only."""
+    config, rules = spec["model_config"], spec["_rules"]
+    archs = config.get("architectures") or []
+    if not isinstance(archs, list) or not archs or config.get("language_model_only"):
         return False
-    _, rules = rules_for(spec["version"], spec["pool_rules"])
-    return rules["speculative_pool"] == "in_cell"
-
-
-# 0.5.23 keeps SGLANG_VLM_CACHE_SIZE_MB (100 MiB) out of a multimodal checkpoint's KV budget
-# (mem_cache/kv_cache_configurator.py mm_runtime_reservation_gb); the multimodal architectures are listed
-# in configs/model_config.py. Those of the presets, and the common vision-language ones:
-MULTIMODAL_ARCHS = ("KimiK25ForConditionalGeneration", "Qwen2VLForConditionalGeneration",
-                    "Qwen2_5_VLForConditionalGeneration", "Qwen3VLForConditionalGeneration",
-                    "Llama4ForConditionalGeneration", "Gemma3ForConditionalGeneration")
-MM_RESERVE_GIB = 100 / 1024
+    if archs[0] in rules["multimodal_off_archs"]:
+        return False
+    return bool(set(archs) & set(rules["multimodal_archs"])) or text_config(config) is not config
 
 
 def mm_reserve_gib(spec):
-    """GiB the release keeps out of the profile for a multimodal checkpoint's embedding cache."""
-    _, rules = rules_for(spec["version"], spec["pool_rules"])
-    multimodal = set(spec["model_config"].get("architectures") or ()) & set(MULTIMODAL_ARCHS)
-    return MM_RESERVE_GIB if rules["speculative_pool"] == "in_cell" and multimodal else 0.0
+    """GiB the release keeps out of the profile for a multimodal checkpoint's embedding cache (0.5.18+
+    mem_cache/kv_cache_configurator.py mm_runtime_reservation_gb, SGLANG_VLM_CACHE_SIZE_MB)."""
+    mib = spec["_rules"]["mm_reserve_mib"]
+    return mib / MIB_PER_GIB if mib and is_multimodal(spec) else 0.0
 
 
 def profile_post(spec, post):
@@ -108,4 +110,4 @@ def forward(spec, fraction=None):
     if not 0.0 < float(fraction) < 1.0:
         raise KVPlanError("mem_fraction_static must be between 0 and 1, got %r." % (fraction,))
     pre, post, _, _ = memory(spec)
-    return pool_tokens(pre, profile_post(spec, post), float(fraction), cell_bytes(spec), spec["page_size"])
+    return pool_tokens(pre, profile_post(spec, post), float(fraction), cell_bytes(spec), pool_page(spec))

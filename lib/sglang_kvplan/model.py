@@ -11,10 +11,12 @@ Mirrors SGLang's model_runner / pool_configurator (docs/kv-pool-formula.md has t
 
 import math
 
-from .releases import ELEM_BYTES, MODEL_FREE_ALGORITHMS, OWN_GEOMETRY_ALGORITHMS, RULES, rules_for
+from .releases import ELEM_BYTES, MODEL_FREE_ALGORITHMS, OWN_GEOMETRY_ALGORITHMS, RULES, first_release_with
 from .spec import KVPlanError
 
-_TORCH_DTYPE_BYTES = {"bfloat16": 2, "float16": 2, "half": 2, "float32": 4, "float": 4}
+# SGLang's dtype "auto" serves a float32 checkpoint (or one that names no dtype) as float16, bfloat16 for Gemma
+# (0.5.9 and 0.5.23 configs/model_config.py _get_and_verify_dtype): the KV cache follows the served dtype.
+_TORCH_DTYPE_BYTES = {"bfloat16": 2, "float16": 2, "half": 2, "float32": 2, "float": 2}
 
 
 def text_config(config):
@@ -31,10 +33,30 @@ def _field(config, name, default=None, where="model_config"):
     if value is None and default is not None:
         return default
     if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-        raise KVPlanError("%s: %r must be a positive integer in the model's config.json, got %r%s. Is this "
+        shown = repr(value) if len(repr(value)) <= 40 else repr(value)[:20] + "..."
+        raise KVPlanError("%s: %r must be a positive integer in the model's config.json, got %s%s. Is this "
                           "a decoder-only checkpoint's config.json?"
-                          % (where, name, value, " (a string)" if isinstance(value, str) else ""))
+                          % (where, name, shown, " (a string)" if isinstance(value, str) else ""))
+    if value > MAX_CONFIG_INT:
+        raise KVPlanError("%s: %r is %s in the model's config.json, more than any model has (at most %s): the file "
+                          "is damaged or not a model's config.json. Stage the checkpoint again."
+                          % (where, name, repr(value)[:20] + ("..." if len(repr(value)) > 20 else ""),
+                             format(MAX_CONFIG_INT, ",")))
     return value
+
+
+MAX_CONFIG_INT = 1 << 31  # sizes, counts and windows of a config.json are int32 in every checkpoint format
+
+
+def check_config_types(config, where="model_config"):
+    """The nested mappings the planner reads must be mappings (a string or a number there is a damaged file)."""
+    for source in (config, text_config(config)):
+        for key in ("quantization_config", "text_config", "dflash_config"):
+            value = source.get(key)
+            if value is not None and not isinstance(value, dict):
+                raise KVPlanError("%s: %r in the model's config.json must be a mapping, got %r. Stage the "
+                                  "checkpoint's config.json again, or remove the key if it is not the model's."
+                                  % (where, key, value if len(repr(value)) <= 40 else repr(value)[:20] + "..."))
 
 
 # config.json keys that mean an attention layout the pool formula here does not describe.
@@ -64,6 +86,7 @@ def _unsupported_layout(cfg):
 
 def check_geometry(spec):
     """Refuse configs and parallelism the formula cannot size, with the knob to change."""
+    check_config_types(spec["model_config"])
     cfg = text_config(spec["model_config"])
     unsupported = _unsupported_layout(cfg)
     if unsupported:
@@ -170,27 +193,37 @@ def cell_bytes(spec):
     spec_cfg = spec["speculative"]
     if not spec_cfg or not draft_layers(spec):
         return cell
-    _, rules = rules_for(spec["version"], spec["pool_rules"])
-    if rules["speculative_pool"] != "in_cell":
-        return cell
+    rules = spec["_rules"]
+    layers = layers_per_stage(spec["model_config"], spec["pp_size"])
     if spec_cfg["algorithm"] in OWN_GEOMETRY_ALGORITHMS:
-        return cell + draft_cell_bytes(spec)
-    # EAGLE/EAGLE3/NEXTN/STANDALONE in 0.5.23: the target cell scaled by draft layers / target layers.
-    return cell + int(cell * draft_layers(spec) / layers_per_stage(spec["model_config"], spec["pp_size"]))
+        if rules["dflash_cell"] is None:  # a fork carrying DFLASH on rules without it: its draft pool is beside
+            return cell
+        if rules["dflash_cell"] == "draft_cell":  # target cell + the draft's own (dflash_utils.py)
+            return cell + draft_cell_bytes(spec)
+        # 0.5.11-0.5.17 scale_kv_cell_size_per_token_for_dflash by layers only: ceil(cell x (L + Ld) / L)
+        return (cell * (layers + draft_layers(spec)) + layers - 1) // layers
+    if rules["eagle_cell"] == "scaled_product":  # 0.5.14-0.5.21: int(cell * (1 + Ld / L))
+        return int(cell * (1 + draft_layers(spec) / layers))
+    if rules["eagle_cell"] == "scaled_sum":  # 0.5.22+: cell + int(cell * Ld / L)
+        return cell + int(cell * draft_layers(spec) / layers)
+    return cell  # 'separate': the draft runner's own pool, beside this one (separate_draft_cell_bytes)
 
 
 def separate_draft_cell_bytes(spec):
-    """Draft KV bytes per token allocated beside the pool (0.5.9's separate draft pool), else 0."""
-    if not spec["speculative"]:
+    """Draft KV bytes per token allocated beside the pool (an EAGLE-family draft's own pool where the release's
+    cell has no draft term: 0.5.9-0.5.13), else 0."""
+    spec_cfg = spec["speculative"]
+    if not spec_cfg:
         return 0
-    _, rules = rules_for(spec["version"], spec["pool_rules"])
-    return draft_cell_bytes(spec) if rules["speculative_pool"] == "separate" else 0
+    if spec_cfg["algorithm"] in OWN_GEOMETRY_ALGORITHMS:  # beside only on rules without DFLASH (a fork, 0.5.9)
+        return draft_cell_bytes(spec) if spec["_rules"]["dflash_cell"] is None else 0
+    return draft_cell_bytes(spec) if spec["_rules"]["eagle_cell"] == "separate" else 0
 
 
 def check_speculative(spec):
     """The algorithm exists in the release, and the draft it needs is described."""
     spec_cfg = spec["speculative"]
-    name, rules = rules_for(spec["version"], spec["pool_rules"])
+    name, rules = spec["_release"], spec["_rules"]
     if not spec_cfg:
         return
     algorithm = spec_cfg["algorithm"]
@@ -198,10 +231,11 @@ def check_speculative(spec):
     # A fork (pool_rules named outright) may carry an algorithm its base release lacks, if any release has it.
     allowed = known if spec["pool_rules"] is not None else rules["speculative_algorithms"]
     if algorithm not in allowed:
+        since = first_release_with(algorithm)
         raise KVPlanError("sglang_speculative.algorithm: %s is not a --speculative-algorithm of SGLang %s "
                           "(its choices: %s). Use one of those, or a release that has it%s."
                           % (algorithm, name, ", ".join(rules["speculative_algorithms"]),
-                             " (DFLASH: 0.5.23 and newer)" if algorithm == "DFLASH" else ""))
+                             " (%s: %s and newer)" % (algorithm, since) if since else ""))
     needs_draft = algorithm not in MODEL_FREE_ALGORITHMS and algorithm != "NEXTN"
     if needs_draft and not spec_cfg["draft_model_path"]:
         raise KVPlanError("sglang_speculative.draft_model_path: %s needs a draft model; set draft_model_path "
@@ -209,6 +243,8 @@ def check_speculative(spec):
     if algorithm in OWN_GEOMETRY_ALGORITHMS and spec_cfg["draft_model_config"] is None:
         raise KVPlanError("sglang_speculative: %s sizes the draft's KV from the draft's config.json, which was "
                           "not read (draft_model_config is empty): stage the draft at draft_model_path." % algorithm)
+    if spec_cfg["draft_model_config"] is not None:
+        check_config_types(spec_cfg["draft_model_config"], "speculative.draft_model_config")
     if spec_cfg["draft_model_config"] is not None and draft_layers(spec):
         unsupported = _unsupported_layout(text_config(spec_cfg["draft_model_config"]))
         if unsupported:

@@ -22,12 +22,11 @@ from .model import (
     cell_bytes,
     describe_cell,
     draft_cell_bytes,
-    is_mla,
     native_context,
     separate_draft_cell_bytes,
     target_cell_bytes,
 )
-from .releases import rules_for
+from .pages import page_note, pin_granule, pool_page
 from .server import dist_init_addr
 from .spec import KVPlanError, load_presets, normalize_spec
 
@@ -76,14 +75,13 @@ def _draft_extra_tokens(spec):
     draft = spec_cfg["draft_model_config"] or {}
     if spec_cfg["algorithm"] in ("DFLASH", "DSPARK"):
         block = (draft.get("dflash_config") or {}).get("block_size") or draft.get("block_size")
-        return block if isinstance(block, int) and block > 0 else 0
+        # no block_size in the draft's config: every DFLASH release defaults to 16 ("speculative_num_draft_tokens
+        # is not set; defaulting to 16 for DFLASH": 0.5.11 server_args.py, 0.5.23 arg_groups/speculative_hook.py)
+        return block if isinstance(block, int) and not isinstance(block, bool) and block > 0 else DFLASH_DEFAULT_BLOCK
     return 0
 
 
-# On SM100 (B200) SGLang serves DeepSeek-V3-style MLA with trtllm_mla, which forces page size 64 (0.5.9
-# server_args.py, 0.5.23 arg_groups/model_overrides/deepseek_v2.py): a pin that is not a multiple of 64 would
-# be floored below the target there. MLA pins are rounded up to 64 so they hold on every GPU.
-MLA_PIN_GRANULE = 64
+DFLASH_DEFAULT_BLOCK = 16
 
 
 def _default_running_requests(spec, pool, target):
@@ -122,7 +120,7 @@ class Budget:
     def most_tokens(self, headroom):
         """The largest pool that leaves `headroom` GiB."""
         spare = self.post - self.draft_weights - self.mm_reserve - headroom
-        page = self.spec["page_size"]
+        page = pool_page(self.spec)
         return max(int(spare * GIB // (self.cell + self.side_cell)) // page * page, 0)
 
 
@@ -131,10 +129,13 @@ def _infeasible(spec, budget, pre, required, calibrated, native_note):
     headroom = spec["min_headroom_gib"]
     # The most that fits: within the headroom, and within what the profile reaches at the highest fraction.
     ceiling = pinned_fraction(spec, pre, headroom)
-    profiled = pool_tokens(pre, budget.profile_post, ceiling, budget.cell, spec["page_size"]) if ceiling > 0 else 0
-    limit = min(budget.most_tokens(headroom), profiled)
-    if spec["pool_policy"] != "fraction" and is_mla(spec["model_config"]):
-        limit = limit // MLA_PIN_GRANULE * MLA_PIN_GRANULE  # the pin is rounded up to the granule
+    profiled = pool_tokens(pre, budget.profile_post, ceiling, budget.cell, pool_page(spec)) if ceiling > 0 else 0
+    reserve = headroom
+    if spec["pool_policy"] != "fraction" and ceiling > 0:  # as _pinned asks: the floored fraction's reserve too
+        reserve = max(headroom, (1 - ceiling) * _upper_memory(spec, pre))
+    limit = min(budget.most_tokens(reserve), profiled)
+    if spec["pool_policy"] != "fraction":
+        limit = limit // pin_granule(spec) * pin_granule(spec)  # the pin is rounded up to the granule
     largest = limit - _draft_extra_tokens(spec)
     fixes = []
     if spec["kv_cache_dtype"] not in ("fp8_e4m3", "fp8_e5m2"):
@@ -157,10 +158,13 @@ def _infeasible(spec, budget, pre, required, calibrated, native_note):
             " inside each token's cell" if not budget.side_cell else " beside the pool", budget.draft_weights)
     raise KVPlanError(
         "context_target %s does not fit: it needs %.2f GiB of KV cache per GPU (%s tokens x %s B/token, %s), "
-        "but at most %.2f GiB per GPU is available: %.2f GiB free after the weights (A) less min_headroom_gib "
-        "%.2f GiB (P %.2f GiB; %s).%s Fixes: %s.%s"
+        "but at most %.2f GiB per GPU is available: %.2f GiB free after the weights (A) less %s "
+        "(P %.2f GiB; %s).%s Fixes: %s.%s"
         % (_fmt(target), required * budget.cell / GIB, _fmt(required), _fmt(budget.cell), describe_cell(spec),
-           max(budget.post - headroom, 0.0), budget.post, headroom, pre,
+           max(budget.post - reserve, 0.0), budget.post,
+           ("min_headroom_gib %.2f GiB" % headroom) if reserve <= headroom else (
+               "%.2f GiB, SGLang's reserve (1 - f) x P at --mem-fraction-static %.3f (floored to 3 decimals, so a "
+               "little over min_headroom_gib %.2f GiB)" % (reserve, ceiling, headroom)), pre,
            ("calibrated" if calibrated else "uncalibrated estimate") + _limited_by(spec, " on node %s, the least free"),
            draft, "; or ".join(fixes),
            " Also: " + native_note if native_note else ""))
@@ -170,8 +174,7 @@ def pinned_fraction(spec, pre, headroom):
     """The highest fraction whose reserve (1 - f) x P stays within the headroom even where P is the whole
     GPU: then, whatever P and A really are, the profile reaches the cap whenever the cap physically fits
     with that headroom (profile = A - (1 - f) x P >= A - headroom >= cap x cell)."""
-    upper = max(pre, spec["gpu_memory_mib"] / 1024 if spec["gpu_memory_mib"] else 0.0)
-    return fraction_ceiling(upper, headroom)
+    return fraction_ceiling(_upper_memory(spec, pre), headroom)
 
 
 def _pinned(spec, pre, post, calibrated, budget, required):
@@ -180,11 +183,19 @@ def _pinned(spec, pre, post, calibrated, budget, required):
     fraction = pinned_fraction(spec, pre, spec["min_headroom_gib"])
     if fraction <= 0:
         return None
-    profiled = pool_tokens(pre, budget.profile_post, fraction, budget.cell, spec["page_size"])
+    profiled = pool_tokens(pre, budget.profile_post, fraction, budget.cell, pool_page(spec))
+    # The fraction is floored to 3 decimals, so SGLang's reserve (1 - f) x P can pass the headroom by up to
+    # 0.001 x the GPU (0.18 GiB on a B200): the pin must also leave that, so the profile reaches it for any P
+    # up to the whole GPU (docs/kv-pool-formula.md, claim (e)).
+    reserve = max(spec["min_headroom_gib"], (1 - fraction) * _upper_memory(spec, pre))
     cap = required
     if spec["pool_policy"] == "max" and calibrated:
-        cap = max(min(budget.most_tokens(spec["min_headroom_gib"]), profiled), required)
-    return (cap, fraction) if profiled >= cap else None
+        cap = max(min(budget.most_tokens(reserve), profiled), required)
+    return (cap, fraction) if profiled >= cap and budget.headroom(cap) >= reserve - 1e-9 else None
+
+
+def _upper_memory(spec, pre):
+    return max(pre, spec["gpu_memory_mib"] / 1024 if spec["gpu_memory_mib"] else 0.0)
 
 
 def plan(raw_spec):
@@ -194,14 +205,14 @@ def plan(raw_spec):
     if target is None:
         raise KVPlanError("spec key 'context_target' (group_vars sglang_context_target) is needed "
                           "for a plan: the longest prompt + completion, in tokens, one request may use.")
-    release, _ = rules_for(spec["version"], spec["pool_rules"])
+    release = spec["_release"]
     pre, post, calibrated, assumptions = memory(spec)
     budget = Budget(spec, post)
-    page = spec["page_size"]
+    page = pool_page(spec)  # the page SGLang will really use (pages.py), which floors the pool
     native_note = _beyond_native_window(spec)
     needed = _round_up(target + _draft_extra_tokens(spec), page)
-    if spec["pool_policy"] != "fraction" and is_mla(spec["model_config"]):
-        needed = _round_up(needed, MLA_PIN_GRANULE * page // math.gcd(MLA_PIN_GRANULE, page))
+    if spec["pool_policy"] != "fraction":
+        needed = _round_up(needed, pin_granule(spec))
     headroom_min = spec["min_headroom_gib"]
 
     cap = None
@@ -233,6 +244,12 @@ def plan(raw_spec):
         raise KVPlanError(native_note)
     if budget.draft_note:
         assumptions.append(budget.draft_note)
+    if page_note(spec):
+        assumptions.append(page_note(spec))
+    if spec["pool_rules"] is not None:
+        assumptions.append("sglang_pool_rules %s: the pool is sized by SGLang %s's rules (releases/rules.json) for "
+                           "sglang_version %s, as asked; check the first boot's pool against the plan"
+                           % (spec["pool_rules"], release, spec["version"] or "(unset)"))
 
     running = spec["max_running_requests"] or _default_running_requests(spec, pool, target)
     _check_request_table(spec, running, target, budget.headroom(pool))
@@ -242,8 +259,8 @@ def plan(raw_spec):
     args += ["--mem-fraction-static", "%.3f" % fraction, "--max-running-requests", str(running)]
     if spec["kv_cache_dtype"] != "auto":
         args += ["--kv-cache-dtype", spec["kv_cache_dtype"]]
-    if page != 1:
-        args += ["--page-size", str(page)]
+    if spec["page_size"] != 1:
+        args += ["--page-size", str(spec["page_size"])]
     args += speculative_args(spec) + model_args(spec) + node_args(spec)
     if calibrated:
         basis = "calibrated (P %.3f GiB, A %.3f GiB)" % (pre, post)

@@ -1,89 +1,102 @@
-"""What differs between the SGLang releases the planner supports, each rule with the file it comes from.
+"""What differs between SGLang releases, one table for every release the planner was checked against.
 
-Paths are under `sglang/srt/` in the released wheel (`pip download --no-deps sglang==X`). The flag tables
-in releases/flags-<version>.json are extracted from the same wheels (tests/contract/extract_flags.py); the
-contract test checks every flag the repository renders against them.
+The table, releases/rules.json, is extracted from the released wheels themselves by
+tests/contract/extract_rules.py (`make releases` checks it, and the flag tables releases/flags-<version>.json,
+against every cached wheel); each rule carries the file (under the wheel) it was read from, and
+docs/sglang-releases.md has one row per release. Rules, per release:
 
-- pool formula: floor((A - P(1 - f)) / cell) in both; 0.5.9 model_executor/model_runner_kv_cache_mixin.py
-  (profile_max_num_token), 0.5.23 mem_cache/kv_cache_configurator.py and model_executor/pool_configurator.py.
-- --max-total-tokens: min(profiled, cap), page-rounded, a warning when the cap exceeds the profile (0.5.9
-  init_memory_pool, 0.5.23 _apply_token_constraints).
-- a speculative draft's KV: 'separate' in 0.5.9 (the draft runner gets the target's token count,
-  draft_runner_cache_size, and allocates its own pool after the target's, out of the (1 - f) x P headroom);
-  'in_cell' in 0.5.23 (DFLASH adds the draft's own cell, speculative/dflash_utils.py
-  dflash_draft_cell_size_per_token, heads split over the draft's attention TP; EAGLE/EAGLE3/NEXTN/STANDALONE
-  scale the target cell by draft layers / target layers, model_executor/pool_configurator.py).
-- --speculative-algorithm: 0.5.9 EAGLE EAGLE3 NEXTN STANDALONE NGRAM; 0.5.23 adds DFLASH DSPARK UNO FROZEN_KV_MTP.
-- --kv-cache-dtype: 0.5.9 auto fp8_e5m2 fp8_e4m3 bf16 bfloat16 fp4_e2m1; 0.5.23 adds mxfp8 nvfp4 fp4_mx_block16
-  and drops fp4_e2m1. Neither has fp16.
-- torch pinned: 0.5.9 2.9.1 (CUDA 12.9 build), 0.5.23 2.14.1 (CUDA 13 build, driver branch 580+).
-
-A draft's weights (the second 'Load weight begin/end' pair in the log) load after the target's pool in 0.5.9,
-out of the headroom; 0.5.23 loads the draft before it profiles (managers/scheduler.py init_model_worker:
-maybe_init_draft_worker before init_memory_pools), so they come out of what the profile starts from.
+- draft_load: 'after_pool' (0.5.9-0.5.13: the target's ModelRunner builds its pool, the draft worker comes
+  after, its weights and any pool of its own come out of the (1 - f) x P headroom) or 'before_pool'
+  (0.5.14+: Scheduler.init_model_worker loads the draft before init_memory_pools, so its weights come out
+  of what the profile starts from).
+- eagle_cell (EAGLE/EAGLE3/NEXTN/STANDALONE/FROZEN_KV_MTP): 'separate' (the draft runner's own pool of the
+  same token count, beside the target's), 'scaled_product' (cell = int(cell x (1 + Ld / L))) or
+  'scaled_sum' (cell + int(cell x Ld / L)), model_executor/pool_configurator.py.
+- dflash_cell (DFLASH/DSPARK): 'layer_scaled' (ceil(cell x (L + Ld) / L)) or 'draft_cell' (cell + the
+  draft's own cell from its config.json), or None where the release has no DFLASH.
+- mm_reserve_mib: what the release keeps out of a multimodal checkpoint's KV budget (0 before 0.5.18).
+- forced_pages: the page size the attention backend SGLang picks on SM100 forces (trtllm_mha 64, fa4 128,
+  trtllm_mla 64); pages.py turns it into the pin's granule.
+- kv_cache_dtypes, speculative_algorithms (the flag table's choices), torch, torch_cuda, min_driver_branch.
 """
 
+import json
+import os
 import re
 
 from .spec import KVPlanError
+
+_TABLE_FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "releases", "rules.json")
 
 # Bytes per KV element for each --kv-cache-dtype the planner can size. fp4/mxfp8 variants exist in the
 # releases but carry scale tensors the planner does not model: they are refused with that reason.
 ELEM_BYTES = {"bf16": 2, "bfloat16": 2, "fp8_e4m3": 1, "fp8_e5m2": 1}
 
-RULES = {
-    "0.5.9": {
-        "kv_cache_dtypes": ("auto", "fp8_e5m2", "fp8_e4m3", "bf16", "bfloat16", "fp4_e2m1"),
-        "speculative_algorithms": ("EAGLE", "EAGLE3", "NEXTN", "STANDALONE", "NGRAM"),
-        "speculative_pool": "separate",
-        "torch": "2.9.1", "torch_cuda": "12.9", "min_driver_branch": 575,
-    },
-    "0.5.23": {
-        "kv_cache_dtypes": ("auto", "fp8_e5m2", "fp8_e4m3", "mxfp8", "bf16", "bfloat16", "nvfp4",
-                            "fp4_mx_block16"),
-        "speculative_algorithms": ("EAGLE", "EAGLE3", "NEXTN", "STANDALONE", "NGRAM", "DFLASH", "DSPARK",
-                                   "UNO", "FROZEN_KV_MTP"),
-        "speculative_pool": "in_cell",
-        "torch": "2.14.1", "torch_cuda": "13.0", "min_driver_branch": 580,
-    },
-}
-LATEST = "0.5.23"
-
 # NGRAM drafts from the prompt itself: no draft model and no draft KV.
 MODEL_FREE_ALGORITHMS = ("NGRAM",)
-# Algorithms whose draft has its own attention geometry, read from the draft's config.json.
+# Algorithms whose draft has its own attention geometry, read from the draft's config.json (is_dflash_family).
 OWN_GEOMETRY_ALGORITHMS = ("DFLASH", "DSPARK")
 
 
-def _version_tuple(text):
-    numbers = re.match(r"^v?(\d+)\.(\d+)\.(\d+)", str(text))
-    return tuple(int(n) for n in numbers.groups()) if numbers else None
+def version_key(text):
+    """(0, 5, 12, 1) for '0.5.12.post1': the order of releases."""
+    return tuple(int(n) for n in re.findall(r"\d+", text))
+
+
+def _load():
+    with open(_TABLE_FILE, encoding="utf-8") as handle:
+        releases = json.load(handle)["releases"]
+    table = {}
+    for name, rules in releases.items():
+        entry = dict(rules, kv_cache_dtypes=tuple(rules["kv_cache_dtypes"]),
+                     speculative_algorithms=tuple(rules["speculative_algorithms"]))
+        # The older two-way summary, kept for readers of one word: is the draft inside the profiled budget?
+        entry["speculative_pool"] = "in_cell" if rules["draft_load"] == "before_pool" else "separate"
+        table[name] = entry
+    return dict(sorted(table.items(), key=lambda item: version_key(item[0])))
+
+
+RULES = _load()
+OLDEST, LATEST = next(iter(RULES)), next(reversed(RULES))
+
+
+def first_release_with(algorithm):
+    """The oldest release in the table whose --speculative-algorithm takes `algorithm`, or None."""
+    return next((name for name, rules in RULES.items() if algorithm in rules["speculative_algorithms"]), None)
+
+
+def _release_name(version):
+    """'0.5.23' for '0.5.23', 'v0.5.23' or '0.5.23+double' (a local build label changes no rule)."""
+    text = str(version).strip()
+    text = text[1:] if text[:1] in "vV" else text
+    return text.split("+", 1)[0]
 
 
 def rules_for(version, pool_rules=None):
-    """(name, rules) for an SGLang version string ('0.5.23', '0.5.23+double', '0.5.20.post1').
-
-    A version between two supported releases takes the older one's rules (a rule changes when a
-    release changes it); `pool_rules` names the rules outright, for forks whose version says nothing.
-    """
+    """(name, rules) for an SGLang version string. A release outside the table is refused by name:
+    its rules were never read. `pool_rules` names a release of the table outright, for a fork or a
+    release not yet in the table whose pool sizing follows that release (the plan then says so)."""
     if pool_rules is not None:
-        if pool_rules not in RULES:
-            raise KVPlanError("spec key 'pool_rules' (group_vars sglang_pool_rules): %r is not a release the "
-                              "planner knows; use one of %s (the release whose pool sizing your build follows)."
-                              % (pool_rules, ", ".join(RULES)))
-        return pool_rules, RULES[pool_rules]
+        name = _release_name(pool_rules)
+        if name not in RULES:
+            raise KVPlanError("spec key 'pool_rules' (group_vars sglang_pool_rules): %r is not a release in the "
+                              "planner's table (%s to %s: %s); name the release whose pool sizing your build "
+                              "follows." % (pool_rules, OLDEST, LATEST, ", ".join(RULES)))
+        return name, RULES[name]
     if version is None:
         return LATEST, RULES[LATEST]
-    wanted = _version_tuple(version)
-    if wanted is None:
-        raise KVPlanError("spec key 'version' (group_vars sglang_version): %r is not an SGLang version like "
-                          "0.5.23; for a fork with its own version scheme set sglang_pool_rules to %s."
-                          % (version, " or ".join(RULES)))
-    known = sorted(RULES, key=_version_tuple)
-    if wanted < _version_tuple(known[0]):
-        raise KVPlanError("spec key 'version' (group_vars sglang_version): SGLang %s is older than %s, the "
-                          "oldest release whose pool sizing the planner was checked against. Use %s or newer, "
-                          "or set sglang_pool_rules if your build sizes its pool like one of %s."
-                          % (version, known[0], known[0], ", ".join(known)))
-    name = [k for k in known if _version_tuple(k) <= wanted][-1]
-    return name, RULES[name]
+    name = _release_name(version)
+    if name in RULES:
+        return name, RULES[name]
+    if not re.match(r"^\d+\.\d+\.\d+", name):
+        raise KVPlanError("spec key 'version' (group_vars sglang_version): %r is not an SGLang version like %s; "
+                          "for a fork with its own version scheme set sglang_pool_rules to the release whose "
+                          "pool sizing it follows (%s to %s)." % (version, LATEST, OLDEST, LATEST))
+    where = ("older than %s, the oldest release" % OLDEST if version_key(name) < version_key(OLDEST) else
+             "newer than %s, the newest release" % LATEST if version_key(name) > version_key(LATEST) else
+             "not a release in the table (%s)" % ", ".join(RULES))
+    raise KVPlanError("spec key 'version' (group_vars sglang_version): SGLang %s is %s whose pool rules were read "
+                      "from its wheel. Pin one of %s to %s, or add the release to the table "
+                      "(tests/contract/extract_rules.py over its wheel, then `make releases`), or set "
+                      "sglang_pool_rules to the release whose pool sizing your build follows (the plan notes it)."
+                      % (version, where, OLDEST, LATEST))

@@ -8,6 +8,7 @@ import copy
 import functools
 import math
 import os
+import re
 
 import yaml
 
@@ -45,6 +46,8 @@ _KEYS = {
     "pre_load_avail_gib": ("pos_float", None),
     "post_load_avail_gib": ("float", None),
     "gpu_memory_mib": ("pos_float", None),
+    # nvidia-smi compute_cap ("10.0" on a B200): which attention backend, and so which page size, SGLang picks.
+    "gpu_compute_capability": ("compute_cap", None),
     "weights_gib_per_gpu": ("nonneg_float", None),
     "checkpoint_gib": ("nonneg_float", None),
     "preload_overhead_gib": ("nonneg_float", 1.5),
@@ -60,6 +63,9 @@ _KEYS = {
     "dist_timeout": ("pos_int", None),
     "limiting_node": ("host", None),
 }
+
+# Keys normalize_spec adds (the release's rules, resolved once per plan); a normalised spec may be normalised again.
+_RESOLVED = ("_release", "_rules")
 
 # Spec keys that no knob sets directly: where their value comes from, for the error messages.
 _DERIVED = {
@@ -128,23 +134,33 @@ def _check_value(key, kind, value):
                           % (_where(key), ", ".join(POOL_POLICIES), value))
     if kind == "speculative":
         return _check_speculative(value)
+    if kind == "compute_cap":
+        return _check_compute_capability(key, value)
     if kind.endswith("int"):
         if not is_bool and isinstance(value, (int, float, str)):
             try:
                 number = int(str(value).replace("_", ""))
             except ValueError:
                 number = None
+            if number is not None and number > MAX_NUMBER:
+                raise KVPlanError("%s: %s is beyond any real server (at most %s); set the %s it really has."
+                                  % (_where(key), _short(value), format(MAX_NUMBER, ","), _what(key)))
             if number is not None and (number > 0 or (kind == "nonneg_int" and number == 0)):
                 return number
         need = "a positive whole number" if kind == "pos_int" else "a whole number >= 0"
-        raise KVPlanError("%s: expected %s, got %r." % (_where(key), need, value))
+        raise KVPlanError("%s: expected %s, got %s." % (_where(key), need, _short(value)))
     # floats
     try:
         number = float(value) if not is_bool else None
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         number = None
     if number is None or not math.isfinite(number):
-        raise KVPlanError("%s: expected a number, got %r." % (_where(key), value))
+        raise KVPlanError("%s: expected a finite number, got %s." % (_where(key), _short(value)))
+    limit = MAX_GPU_MIB if key == "gpu_memory_mib" else MAX_NUMBER
+    if number > limit:
+        raise KVPlanError("%s: %s is beyond any real GPU or checkpoint (at most %s); set the %s it really has "
+                          "(nvidia-smi memory.total in MiB for gpu_memory_mib)."
+                          % (_where(key), _short(value), format(limit, ","), _what(key)))
     if kind == "fraction" and not 0.0 < number < 1.0:
         raise KVPlanError("%s: expected a fraction between 0 and 1 (e.g. 0.9), got %r."
                           % (_where(key), value))
@@ -157,6 +173,34 @@ def _check_value(key, kind, value):
     if kind == "nonneg_float" and number < 0:
         raise KVPlanError("%s: expected a number >= 0, got %r." % (_where(key), value))
     return number
+
+
+# Bounds no server reaches: beyond them a number is a typo, and the planner's float arithmetic would overflow.
+MAX_NUMBER = 1 << 40
+MAX_GPU_MIB = 1 << 24  # 16 TiB per GPU
+
+
+def _short(value):
+    """repr() of a value, cut to a readable length (10**400 has 401 digits)."""
+    text = repr(value)
+    return text if len(text) <= 40 else text[:20] + "...(%d characters)" % len(text)
+
+
+def _what(key):
+    return key.replace("_", " ")
+
+
+def _check_compute_capability(key, value):
+    """'10.0' (nvidia-smi --query-gpu=compute_cap), also given as the number 10.0 or 'sm_100'."""
+    text = str(value).strip().lower() if not isinstance(value, bool) else ""
+    named = re.match(r"^sm_?(\d{1,2})(\d)$", text)
+    if named:
+        text = "%s.%s" % named.groups()
+    if re.match(r"^\d{1,2}\.\d$", text) and 1 <= int(text.split(".")[0]) <= 20:
+        return text
+    raise KVPlanError("%s: expected the GPU's compute capability as nvidia-smi --query-gpu=compute_cap prints it "
+                      "(e.g. '10.0' for a B200, '12.0' for an RTX PRO 6000, '9.0' for an H100), got %r. Leave it "
+                      "empty when unknown: the pin is then made to hold on every GPU." % (_where(key), value))
 
 
 def _check_speculative(value):
@@ -206,7 +250,7 @@ def normalize_spec(spec):
     if not isinstance(spec, dict):
         raise KVPlanError("spec: expected a mapping of planner inputs, got %s %r."
                           % (type(spec).__name__, spec))
-    unknown = sorted(set(spec) - set(_KEYS))
+    unknown = sorted(set(spec) - set(_KEYS) - set(_RESOLVED))
     if unknown:
         raise KVPlanError("spec has unknown key(s) %s; the planner reads: %s."
                           % (", ".join(unknown), ", ".join(sorted(_KEYS))))
@@ -251,6 +295,8 @@ def normalize_spec(spec):
                           "%s MiB = %.2f GiB): the calibration belongs to another GPU or was mistyped. Remove it "
                           "(the next boot measures it again)." % (out["pre_load_avail_gib"], out["gpu_memory_mib"],
                                                                   out["gpu_memory_mib"] / 1024))
+    from .releases import rules_for  # releases.py imports this module
+    out["_release"], out["_rules"] = rules_for(out["version"], out["pool_rules"])
     from .model import check_geometry  # model.py imports this module
     check_geometry(out)
     _check_nodes(out)

@@ -191,11 +191,45 @@ def _evaluate(node, module, local):
         base = _evaluate(node.value, module, local)
         if isinstance(base, tuple) and len(base) == 2 and isinstance(base[1], ast.ClassDef):
             owner, cls = base
-            return _evaluate(class_attr(owner, cls, node.attr), owner, {})
+            return _evaluate(class_attr(owner, cls, node.attr), owner, _class_scope(owner, cls))
+        if isinstance(base, _Member) and node.attr == "name":
+            return base.name
         raise ValueError(node.attr)
+    if isinstance(node, ast.ListComp) and len(node.generators) == 1:
+        return _list_comprehension(node, module, local)
     if isinstance(node, ast.Call):
         return _call(node, module, local)
     raise ValueError(type(node).__name__)
+
+
+class _Member:
+    """An Enum member met in a comprehension (`[m.name.lower() for m in list(SomeEnum)]`): only its name is known."""
+
+    def __init__(self, name):
+        self.name = name
+
+
+def _class_scope(module, cls):
+    """The simple constants of a class body (0.5.23 `Backend.ALL = (FULL, BREAKABLE, DISABLED)` names them)."""
+    scope = {}
+    for node in cls.body:
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            value = evaluate(node.value, module, scope)
+            if value is not UNKNOWN:
+                scope[node.targets[0].id] = value
+    return scope
+
+
+def _list_comprehension(node, module, local):
+    """`[elt for target in iterable]` without conditions, over a list or an Enum's members."""
+    generator = node.generators[0]
+    if generator.ifs or not isinstance(generator.target, ast.Name):
+        raise ValueError("comprehension")
+    source = _evaluate(generator.iter, module, local)
+    out = []
+    for value in source if isinstance(source, list) else _iter(source):
+        out.append(_evaluate(node.elt, module, dict(local, **{generator.target.id: value})))
+    return _seq(out)
 
 
 def _iter(value):
@@ -211,8 +245,15 @@ def _iter(value):
 def _call(node, module, local):
     func = node.func
     if isinstance(func, ast.Name) and func.id in ("list", "sorted", "set", "frozenset", "tuple"):
-        values = _iter(_evaluate(node.args[0], module, local)) if node.args else []
+        argument = _evaluate(node.args[0], module, local) if node.args else []
+        values = _iter(argument)
+        if isinstance(argument, tuple) and len(argument) == 2 and isinstance(argument[1], ast.ClassDef):
+            values = [_Member(v) for v in values]  # list(SomeEnum): its members, whose .name is known
         return sorted(values) if func.id == "sorted" else list(dict.fromkeys(values))
+    if isinstance(func, ast.Attribute) and func.attr in ("lower", "upper") and not node.args:
+        text = _evaluate(func.value, module, local)
+        if isinstance(text, str):
+            return text.lower() if func.attr == "lower" else text.upper()
     if isinstance(func, ast.Attribute) and func.attr == "keys" and not node.args:
         return list(_evaluate(func.value, module, local))
     if isinstance(func, ast.Name) and not node.args:
@@ -455,7 +496,10 @@ def _runtime_speculative_algorithms(source):
     node = registry.assigns.get("_RESERVED_ALIASES")
     if isinstance(node, ast.Call) and node.args:
         aliases = evaluate(node.args[0], registry)
-    return {"values": members + [a for a in (aliases if aliases is not UNKNOWN else []) if a not in members],
+    aliases = list(aliases) if aliases is not UNKNOWN else []
+    if not aliases and re.search(r'speculative_algorithm == "NEXTN"', source.read("sglang/srt/server_args.py") or ""):
+        aliases = ["NEXTN"]  # 0.5.12: no alias registry, server_args.py turns NEXTN into EAGLE before from_string
+    return {"values": members + [a for a in aliases if a not in members],
             "case_insensitive": True, "extended_by": "SpeculativeAlgorithm.register",
             "source": "sglang/srt/speculative/spec_info.py (SpeculativeAlgorithm.from_string)"}
 
@@ -489,11 +533,21 @@ def extract(path, version=None):
                         isinstance(ns, tuple) and ns[1] is cls_node for ns in namespaces):
                     continue  # a namespace ServerArgs does not collect
                 flags.extend(_field_entries(module, cls_node, rel))
+    elif any(isinstance(n, ast.Call) and _name_of(n.func) == "add_cli_args_from_dataclass" for n in ast.walk(add_cli)):
+        # 0.5.14-0.5.19: the A[T, Arg(...)] fields sit on ServerArgs itself in server_args.py.
+        style = "ServerArgs dataclass fields (arg_groups/arg_utils.py add_cli_args_from_dataclass)"
+        # A field annotated twice in the class body (0.5.16's dcp_size) is one dataclass field: the last wins.
+        by_dest = {}
+        for entry in _field_entries(server_args, cls, "sglang/srt/server_args.py"):
+            by_dest.pop(entry["dest"], None)
+            by_dest[entry["dest"]] = entry
+        flags.extend(by_dest.values())
     else:
         style = "argparse add_argument in server_args.py (ServerArgs.add_cli_args)"
     flags.extend(_add_argument_calls(add_cli, server_args, "sglang/srt/server_args.py"))
     runtime = {}
-    if field_files:
+    algorithm_flag = next((f for f in flags if "--speculative-algorithm" in f["names"]), {})
+    if field_files or style.startswith("ServerArgs dataclass") or algorithm_flag.get("choices", []) is None:
         algorithms = _runtime_speculative_algorithms(source)
         if algorithms:
             runtime["speculative_algorithm"] = algorithms

@@ -24,11 +24,25 @@ from flagcheck import RELEASES, REPO, check_args, deprecations, load_table, rele
 WHEELS = os.path.join(REPO, ".cache", "sglang-wheels")
 DEFAULTS = os.path.join(REPO, "roles", "sglang", "defaults", "main.yml")
 COMMITTED = sorted(n[len("flags-"):-len(".json")] for n in os.listdir(RELEASES) if n.startswith("flags-"))
+RULES_TABLE = os.path.join(RELEASES, "rules.json")
 
 
 def pinned_version():
     with open(DEFAULTS, encoding="utf-8") as handle:
         return str(yaml.safe_load(handle)["sglang_version"])
+
+
+def _by_release(names):
+    return sorted(names, key=lambda v: tuple(int(n) for n in re.findall(r"\d+", v)))
+
+
+def checked_releases():
+    """The releases checked against their own wheels: all of them under `make releases` (SGLANG_RELEASES=all),
+    else the pinned one and the table's two ends (`make test`: three wheels, downloaded once into .cache)."""
+    every = _by_release(COMMITTED)
+    if os.environ.get("SGLANG_RELEASES") == "all":
+        return every
+    return _by_release({release_of(pinned_version()), every[0], every[-1]} & set(every))
 
 
 def wheel(version):
@@ -53,7 +67,7 @@ def pinned():
     return load_table(version)
 
 
-@pytest.mark.parametrize("version", COMMITTED)
+@pytest.mark.parametrize("version", checked_releases())
 def test_committed_table_equals_a_fresh_extraction_from_the_real_wheel(version):
     fresh = extract_flags.extract(wheel(version))
     committed = load_table(version)
@@ -252,3 +266,14 @@ def test_a_good_command_line_passes_both_releases():
             "--speculative-num-steps", "3", "--speculative-eagle-topk", "1", "--speculative-num-draft-tokens", "4"]
     for version in ("0.5.9", "0.5.23"):
         assert check_args(load_table(version), argv) == [], version
+
+
+def test_the_three_flags_whose_choices_the_0_5_23_parser_checks():
+    """--cuda-graph-backend-decode/-prefill take Backend.ALL (model_executor/cuda_graph_config.py), and
+    --kv-canary-real-data the lower-case names of RealKvHashMode (server_args.py): the real parser refuses others."""
+    new = load_table("0.5.23")
+    for flag in ("--cuda-graph-backend-decode", "--cuda-graph-backend-prefill"):
+        assert check_args(new, [flag, "breakable"]) == []
+        assert any("'piecewise' is not a choice" in p for p in check_args(new, [flag, "piecewise"]))
+    assert check_args(new, ["--kv-canary-real-data", "partial"]) == []
+    assert any("'some' is not a choice" in p for p in check_args(new, ["--kv-canary-real-data", "some"]))

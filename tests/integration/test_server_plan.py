@@ -61,8 +61,11 @@ def test_one_plan_for_the_server_set_by_its_least_node(tmp_path):
     assert sorted(plan_lines) == ["ct200", "ct400 (nodes ct400-a, ct400-b)"], result.stdout
     line = re.search(r'"ct400 \(nodes ct400-a, ct400-b\): (target [^"]*)"', result.stdout).group(1)
     # pool policy max: the pin is what node b's A leaves above the 4 GiB headroom, floor((A - 4) x 2^30 / cell)
-    pool_b = int((56.0 - 4.0) * 2**30 // llama70_cell_bytes(8))
-    pool_a = int((68.9 - 4.0) * 2**30 // llama70_cell_bytes(8))
+    # (in whole 64-token pages: without GPU facts the pin must hold on a B200, where trtllm_mha forces page 64)
+    # and SGLang's reserve at 0.949 (1 - 4 GiB / node b's 79.65 GiB, floored) on that GPU, 4.062 GiB
+    reserve = (1 - 0.949) * 81559 / 1024
+    pool_b = int((56.0 - reserve) * 2**30 // llama70_cell_bytes(8)) // 64 * 64
+    pool_a = int((68.9 - reserve) * 2**30 // llama70_cell_bytes(8)) // 64 * 64
     assert pool_b != pool_a
     assert line.startswith("target 100,000 -> pool %s tokens (pinned by --max-total-tokens %s, " % (
         format(pool_b, ","), format(pool_b, ",")))
@@ -127,7 +130,9 @@ def test_each_node_of_a_deploy_plans_the_same_pool_from_every_nodes_facts(tmp_pa
     assert result.returncode == 0, result.stdout + result.stderr
     plans = dict(re.findall(r'"PLAN (ct400-[ab]) ([^"]*)"', result.stdout))
     assert sorted(plans) == ["ct400-a", "ct400-b"], result.stdout
-    pool = int((50.0 - 4.0) * 2**30 // llama70_cell_bytes(8))  # node b's stored A, not its host_vars' 56.0
+    # node b's stored A, not its host_vars' 56.0; whole 64-token pages (no GPU family known: a B200 forces 64)
+    # and SGLang's reserve at 0.949 on node b's 79.65 GiB GPU, (1 - 0.949) x 79.65 = 4.062 GiB
+    pool = int((50.0 - (1 - 0.949) * 81559 / 1024) * 2**30 // llama70_cell_bytes(8)) // 64 * 64
     for rank, name in enumerate(("ct400-a", "ct400-b")):
         args, explanation = plans[name].split(" | ")
         assert ("--max-total-tokens %d " % pool) in args

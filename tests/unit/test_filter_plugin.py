@@ -15,7 +15,10 @@ def test_filters_are_registered():
 
 def test_release_rules_by_version_and_for_forks():
     assert FILTERS["sglang_release_rules"]("0.5.23+double")["torch_cuda"] == "13.0"
-    assert FILTERS["sglang_release_rules"]("0.5.20")["name"] == "0.5.9"  # the older one's rules until 0.5.23
+    assert FILTERS["sglang_release_rules"]("0.5.20")["name"] == "0.5.20"  # every release by its own rules
+    assert FILTERS["sglang_release_rules"]("0.5.10")["min_driver_branch"] == 575  # cuda-python 12.9
+    with pytest.raises(AnsibleFilterError, match="0.6.0 is newer than 0.5.23"):
+        FILTERS["sglang_release_rules"]("0.6.0")
     assert FILTERS["sglang_release_rules"]("9.9", "0.5.9")["min_driver_branch"] == 575
     with pytest.raises(AnsibleFilterError, match="sglang_version"):
         FILTERS["sglang_release_rules"]("main")

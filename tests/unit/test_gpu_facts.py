@@ -66,3 +66,18 @@ def test_loaded_module_from_sysfs_prefers_it_and_reads_the_taint():
     assert module.loaded_module("580.95.05\n", "O\n", None) == ("580.95.05", "open")
     assert module.loaded_module("580.95.05\n", "PO\n", None) == ("580.95.05", "proprietary")
     assert module.loaded_module(None, None, None) == (None, "none")
+
+
+def test_compute_capability_from_nvidia_smi_and_from_the_chip_lspci_names():
+    # nvidia-smi --query-gpu=compute_cap --format=csv,noheader on a B200 host and a mixed one
+    assert module.parse_compute_caps("10.0\n10.0\n") == "10.0"
+    assert module.parse_compute_caps("12.0\n8.9\n") == "8.9"  # the lowest GPU decides
+    assert module.parse_compute_caps('Field "compute_cap" is not a valid field to query.\n') is None
+    gpus, _ = module.parse_lspci(LSPCI)
+    assert [g["compute_capability"] for g in gpus] == ["12.0", "8.9"]  # GB202GL (RTX PRO 6000), AD102GL
+    gpus, _ = module.parse_lspci(fixture("lspci-nn-rtx3080.txt"))
+    assert gpus[0]["compute_capability"] == "8.6"  # GA102
+    # a line built in lspci -nn's format (the chip name is what counts)
+    b200 = "1b:00.0 3D controller [0302]: NVIDIA Corporation GB100 [B200] [10de:2901] (rev a1)"
+    assert module.parse_lspci(b200)[0][0]["compute_capability"] == "10.0"
+    assert module.compute_capability_of_chip("TU104") is None  # unknown chips say nothing

@@ -63,3 +63,27 @@ def test_0_5_23_keeps_a_multimodal_reserve_out_of_the_profile_and_calibration_ad
     boot = {"pre_load_avail_gib": 85.33, "post_load_avail_gib": 19.42, "mem_fraction_static": 0.92,
             "pool_tokens": kv.pool_tokens(truth, 0.92)}
     assert abs(kv.calibrate(spec, boot)["post_load_avail_gib"] - TRUE_A) < 0.006
+
+
+def test_a_draft_whose_load_freed_memory_still_plans_the_next_run():
+    """A real 0.5.2x boot (target + MTP draft) logged the draft's pair 'Load weight begin. avail mem=28.81 GB' ->
+    'Load weight end ... avail mem=30.67 GB, mem usage=-1.86 GB' (the target's loader temporaries freed while the
+    draft loaded). The calibration keeps both numbers and counts the draft's weights as 0, so the next plan runs."""
+    spec = {"model": "deepseek-v3", "tp_size": 8, "speculative": {"algorithm": "NEXTN"}, "context_target": 100_000,
+            "gpu_memory_mib": 143_771}
+    boot = {"pre_load_avail_gib": 139.0, "post_load_avail_gib": 58.0, "mem_fraction_static": 0.9,
+            "pool_tokens": 100_032, "max_total_tokens": 100_032,
+            "draft_pre_load_avail_gib": 28.81, "draft_post_load_avail_gib": 30.67}
+    cal = kv.calibrate(spec, boot)
+    assert cal["draft_weights_gib"] == 0.0 and cal["draft_load_avail_gib"] == [28.81, 30.67]
+    plan = kv.plan(dict(spec, pre_load_avail_gib=cal["pre_load_avail_gib"],
+                        post_load_avail_gib=cal["post_load_avail_gib"],
+                        speculative={"algorithm": "NEXTN", "draft_weights_gib": cal["draft_weights_gib"]}))
+    assert plan["calibrated"] and plan["max_total_tokens"] == 100_032
+    # a draft that took memory is still measured as the drop
+    taken = kv.calibrate(spec, dict(boot, draft_pre_load_avail_gib=30.67, draft_post_load_avail_gib=28.81))
+    assert taken["draft_weights_gib"] == pytest.approx(1.86)
+    # the older key (the difference) is clamped the same way, and its raw value kept
+    older = kv.calibrate(spec, {k: v for k, v in boot.items() if not k.startswith("draft_")} | {
+        "draft_weights_gib": -1.86})
+    assert older["draft_weights_gib"] == 0.0 and older["draft_load_avail_gib"] == -1.86

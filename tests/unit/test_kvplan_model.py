@@ -53,7 +53,8 @@ def test_fp8_dtypes_and_checkpoint_kv_quant():
     assert cell(GQA, kv_cache_dtype="fp8_e5m2") == 8 * 256 * 32
     quantized = dict(GQA, quantization_config={"quant_method": "fp8", "kv_cache_quant_algo": "FP8"})
     assert cell(quantized) == 8 * 256 * 32
-    assert cell(dict(GQA, torch_dtype="float32")) == 8 * 256 * 32 * 4
+    # --dtype auto serves float32 as float16 (configs/model_config.py _get_and_verify_dtype): a 2-byte KV cache
+    assert cell(dict(GQA, torch_dtype="float32")) == 8 * 256 * 32 * 2
 
 
 def test_multimodal_text_config_is_used():

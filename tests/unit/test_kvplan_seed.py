@@ -49,7 +49,8 @@ def test_400k_bf16_on_ct200_fails_with_numbers_and_fp8_fix():
     message = str(error.value)
     assert "context_target 400,000 does not fit" in message
     assert "26.18 GiB of KV cache per GPU" in message       # 400,000 x 70,272 B
-    assert "at most 15.42 GiB per GPU is available" in message  # A 19.42 less 4 GiB headroom
+    # A 19.42 less SGLang's reserve at 0.953 of P 85.33, 4.011 GiB (a little over the 4 GiB headroom)
+    assert "at most 15.41 GiB per GPU is available" in message
     assert "sglang_kv_cache_dtype: fp8_e4m3" in message
     assert "lower sglang_context_target to at most 235,392" in message
     assert "more GPUs" in message
@@ -70,6 +71,9 @@ def test_largest_target_suggested_really_fits():
     with pytest.raises(kv.KVPlanError):
         kv.plan(dict(CT200, context_target=235_393))
     whole_gpu = dict(CT200, gpu_memory_mib=97_887)
-    assert kv.plan(dict(whole_gpu, context_target=235_584))["headroom_gib"] >= 4.0
-    with pytest.raises(kv.KVPlanError, match="at most 235,584"):
-        kv.plan(dict(whole_gpu, context_target=235_585))
+    # ... less SGLang's reserve at 0.958 on the whole 95.59 GiB GPU, 4.015 GiB (the 3-decimal floor of the fraction
+    # leaves 0.015 GiB more than the 4 GiB asked): 235,328, not the 235,584 that 4.0 GiB exactly would allow
+    assert kv.plan(dict(whole_gpu, context_target=235_328))["headroom_gib"] >= (1 - 0.958) * 97_887 / 1024
+    with pytest.raises(kv.KVPlanError, match="at most 235,328.*") as error:
+        kv.plan(dict(whole_gpu, context_target=235_329))
+    assert "SGLang's reserve (1 - f) x P at --mem-fraction-static 0.958" in str(error.value)

@@ -35,7 +35,11 @@ GQA = {"num_hidden_layers": 32, "num_attention_heads": 32, "num_key_value_heads"
     ({"model_config": dict(GQA, index_topk=2048)}, ["sparse attention", "cannot size"]),
     ({"pool_policy": "biggest"}, ["sglang_pool_policy", "'biggest'", "target"]),
     ({"version": "0.4.6"}, ["sglang_version", "older than 0.5.9"]),
-    ({"pool_rules": "0.5.10"}, ["sglang_pool_rules", "0.5.23"]),
+    ({"pool_rules": "0.5.8"}, ["sglang_pool_rules", "0.5.9 to 0.5.23"]),
+    # issue 19: a release whose wheel was never read is refused by name, not planned with a neighbour's rules
+    ({"version": "0.6.0"}, ["sglang_version", "0.6.0", "newer than 0.5.23", "sglang_pool_rules"]),
+    ({"version": "0.5.20.post7"}, ["sglang_version", "0.5.20.post7", "not a release in the table"]),
+    ({"gpu_compute_capability": "Blackwell"}, ["sglang_gpu_compute_capability", "'Blackwell'", "10.0"]),
     ({"tp_size": 4, "pp_size": 100}, ["sglang_pp_size", "at most 61"]),
 ])
 def test_bad_input_is_named(change, words):

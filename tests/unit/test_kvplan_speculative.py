@@ -35,7 +35,8 @@ def test_dflash_0_5_23_puts_the_drafts_own_cell_inside_each_token():
 
 
 def test_0_5_9_has_no_dflash_and_says_which_release_does():
-    with pytest.raises(kv.KVPlanError, match="not a --speculative-algorithm of SGLang 0.5.9.*0.5.23"):
+    # 0.5.11's server_args.py is the first whose --speculative-algorithm choices hold DFLASH
+    with pytest.raises(kv.KVPlanError, match=r"of SGLang 0.5.9 .*\(DFLASH: 0.5.11 and newer\)"):
         kv.plan(dict(CT200, version="0.5.9"))
 
 

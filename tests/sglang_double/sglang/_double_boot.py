@@ -264,4 +264,12 @@ def kv_dtype_name(kv_cache_dtype, config):
         return "torch.float4_e2m1fn_x2"
     if elem == 1:
         return "torch.float8_e5m2" if kv_cache_dtype == "fp8_e5m2" else "torch.float8_e4m3fn"
-    return "torch.float32" if elem == 4 else "torch.bfloat16"
+    cfg = sim.language_config(config)
+    served = str(cfg.get("torch_dtype") or config.get("torch_dtype") or config.get("dtype") or "float32")
+    if kv_cache_dtype != "auto" or served in ("bfloat16", "bf16"):
+        return "torch.bfloat16"
+    if served in ("float32", "float"):
+        # --dtype auto serves float32 (and a config without a dtype) as float16, bfloat16 for Gemma
+        # (configs/model_config.py _get_and_verify_dtype)
+        return "torch.bfloat16" if str(config.get("model_type", "")).startswith("gemma") else "torch.float16"
+    return "torch.float16"

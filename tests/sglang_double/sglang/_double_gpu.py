@@ -17,6 +17,8 @@ it). Every key, with its default:
   draft_weights_gib_per_gpu 0.5      what a speculative draft model's weights take per GPU
   graph_gib                0.6       what CUDA-graph capture takes per GPU (target; a draft's takes a quarter)
   gpu_memory_mib           97887     total memory per GPU (the default --mem-fraction-static uses it)
+  compute_cap              "12.0"    nvidia-smi compute_cap of the simulated GPU ("10.0": a B200, where the default
+                                     attention backend forces its page size, sglang/_double_attention.py)
   load_seconds             0.2       time to load the target's weights; progress lines are paced over it
   draft_load_seconds       null      time to load the draft's weights (null: a tenth of load_seconds)
   graph_seconds            0.05      time to capture CUDA graphs
@@ -48,6 +50,7 @@ DEFAULTS = {
     "draft_weights_gib_per_gpu": 0.5,
     "graph_gib": 0.6,
     "gpu_memory_mib": 97887,
+    "compute_cap": "12.0",
     "load_seconds": 0.2,
     "draft_load_seconds": None,
     "graph_seconds": 0.05,
@@ -83,9 +86,9 @@ def language_config(config):
 
 
 def _model_dtype_bytes(config):
-    dtype = str(language_config(config).get("torch_dtype") or config.get("torch_dtype")
-                or config.get("dtype") or "bfloat16")
-    return 4 if dtype in ("float32", "float") else 2
+    """The served dtype's size: --dtype auto serves float32 checkpoints as float16 (bfloat16 for Gemma), 0.5.9 and
+    0.5.23 configs/model_config.py _get_and_verify_dtype; every other dtype it serves is 2 bytes too."""
+    return 2
 
 
 def kv_elem_bytes(kv_cache_dtype, config):
@@ -103,6 +106,7 @@ def kv_elem_bytes(kv_cache_dtype, config):
 
 
 def attn_tp_size(args):
+    """tp / attention DP, the layout the release resolved (sglang/_double_attention.py)."""
     dp = args.attn_dp_size or (args.dp_size if args.enable_dp_attention else 1)
     return max(1, args.tp_size // max(1, dp))
 
@@ -179,21 +183,6 @@ def pool_cells(config, draft_config, args, rel, algorithm):
     if algorithm in ("EAGLE", "EAGLE3", "FROZEN_KV_MTP", "NEXTN", "STANDALONE"):  # is_eagle(), NEXTN -> EAGLE
         return cell, int(cell * draft_layers(draft_config) / num_layers(config, args.pp_size))
     return cell, 0
-
-
-# 0.5.23 reserves SGLANG_VLM_CACHE_SIZE_MB (100 MiB) of the KV budget of a multimodal checkpoint for its
-# embedding cache (mem_cache/kv_cache_configurator.py mm_runtime_reservation_gb); multimodal means an
-# architecture in configs/model_config.py's multimodal list, Kimi K2.5/K2.6 among them. A few of them:
-MULTIMODAL_ARCHS = ("KimiK25ForConditionalGeneration", "Qwen2VLForConditionalGeneration",
-                    "Qwen2_5_VLForConditionalGeneration", "Qwen3VLForConditionalGeneration",
-                    "Llama4ForConditionalGeneration", "Gemma3ForConditionalGeneration")
-
-
-def mm_reservation_gib(config, release_name):
-    """GiB 0.5.23 keeps out of the KV budget of a multimodal checkpoint (0.5.9: none)."""
-    if release_name != "0.5.23" or not set(config.get("architectures") or ()) & set(MULTIMODAL_ARCHS):
-        return 0.0
-    return int(os.environ.get("SGLANG_VLM_CACHE_SIZE_MB", "100")) / 1024
 
 
 def profile_max_num_token(pre_gib, avail_gib, mem_fraction_static, cell):

@@ -22,9 +22,11 @@ from datetime import datetime
 from sglang import __version__
 from sglang import _double_gpu as sim
 from sglang._double_args import build_parser, check_speculative_algorithm, load_table, server_args
+from sglang._double_attention import attn_dp_size, resolve_dp_attention, resolve_page_size
 from sglang._double_boot import Boot, BootError, check_tokenizer, kv_dtype_name, log, read_config
 from sglang._double_config import ConfigArgumentMerger
 from sglang._double_http import serve, serve_dummy_health
+from sglang._double_multimodal import mm_reservation_gib
 from sglang._double_nodes import Cluster, check_launch, init_parallel
 
 
@@ -35,7 +37,8 @@ def prepare_server_args(argv, table=None):
     parser = build_parser(table)
     if "--config" in argv:
         argv = ConfigArgumentMerger(parser).merge_config_with_args(argv)
-    return server_args(parser.parse_args(argv))
+    release = "0.5.9" if str(table["version"]).startswith("0.5.9") else "0.5.23"
+    return resolve_dp_attention(server_args(parser.parse_args(argv)), release)
 
 
 def _context_len(args, config):
@@ -57,8 +60,7 @@ def _max_running_requests(args, tokens, context_len):
     estimated = min(max(int(tokens / context_len * 512), 2048), 4096)
     if args.max_running_requests is None:
         return min(estimated, tokens // 2)
-    dp = args.attn_dp_size or (args.dp_size if args.enable_dp_attention else 1)
-    return min(max(1, args.max_running_requests // dp), tokens // 2)
+    return min(max(1, args.max_running_requests // attn_dp_size(args)), tokens // 2)
 
 
 def boot(args, gpu, table, cluster=None):
@@ -78,11 +80,21 @@ def boot(args, gpu, table, cluster=None):
         arch = (config.get("architectures") or ["Model"])[0]
         draft_config = dict(sim.language_config(config), architectures=[arch + "NextN"])
         draft_path = args.model_path
+    if algorithm in ("DFLASH", "DSPARK") and args.speculative_num_draft_tokens is None:
+        # 0.5.23 arg_groups/speculative_hook.py _handle_dflash: the draft's block_size (dflash_config, else
+        # top level: speculative/dflash_utils.py parse_dflash_draft_config), else 16 with a warning
+        block = ((draft_config or {}).get("dflash_config") or {}).get("block_size") or (draft_config or {}).get(
+            "block_size")
+        if block is None:
+            block = 16
+            log("speculative_num_draft_tokens is not set; defaulting to %d for DFLASH." % block)
+        args.speculative_num_draft_tokens = int(block)
     fraction = args.mem_fraction_static
     if fraction is None:
         fraction = sim.default_mem_fraction_static(gpu["gpu_memory_mib"], args.tp_size, args.pp_size)
 
     run = Boot(args, gpu, table, cluster)
+    resolve_page_size(args, config, gpu, run.rel, lambda message: run.all(message.replace("%", "%%")))
     if cluster:
         pre = init_parallel(run)  # the rendezvous with the other nodes, then P as the MIN over all of them
     else:
@@ -98,7 +110,7 @@ def boot(args, gpu, table, cluster=None):
 
     target_part, draft_part = sim.pool_cells(config, draft_config, args, run.rel, algorithm)
     tokens, profiled, capped = run.size_pool(pre, fraction, target_part + draft_part,
-                                             sim.mm_reservation_gib(config, run.rel))
+                                             mm_reservation_gib(config, args, run.rel))
     dtype_name = kv_dtype_name(args.kv_cache_dtype, config)
     kv_gib = run.allocate(tokens, target_part, config, dtype_name)
     graph_gib = gpu["graph_gib"]

@@ -1,0 +1,89 @@
+"""The page size SGLang really uses, which the pool is floored to and the pin must be a multiple of.
+
+--page-size 1 is not what every GPU gets. On SM100 (compute capability 10.x: B200, GB200, B300) the attention
+backend SGLang picks by default forces its own page (the release's rules, releases/rules.json `forced_pages`,
+each with its file): trtllm_mha for GQA/MHA models turns any page it does not take (1 among them) into 64,
+fa4 (picked for asymmetric K/V from 0.5.17) into 128, trtllm_mla (DeepSeek-style MLA) into 64. The pool is
+then floored to that page (0.5.23 model_executor/pool_configurator.py calculate_pool_sizes_from_max_tokens),
+so a pin that is not a multiple of it lands below the target. SM90 (Hopper) and SM120 (RTX PRO 6000) keep
+the page asked for.
+
+A pin rounded up to a larger page still holds exactly where the page is 1, so:
+- GPU family known (gpu_compute_capability): the pin is rounded to the page of that GPU;
+- unknown: to the largest page any GPU the release supports would force, so it holds everywhere.
+MLA pins are always rounded to trtllm_mla's 64 (as before: a deployed MLA plan keeps its pin whatever the
+facts say, and trtllm_mla can be chosen on SM12x too, 0.5.9 server_args.py).
+"""
+
+import math
+
+from .model import is_mla, text_config
+
+SM100_MAJOR = 10  # is_sm100_supported: device_capability_majors=[10] (0.5.9 utils/common.py)
+
+
+def _lcm(a, b):
+    return a * b // math.gcd(a, b)
+
+
+def has_asymmetric_kv(config):
+    """K and V rows of different widths (v_head_dim != head_dim): trtllm_mha cannot serve them, fa4 can."""
+    cfg = text_config(config)
+    heads = cfg.get("num_attention_heads") or 1
+    head_dim = cfg.get("head_dim") or (cfg.get("hidden_size") or 0) // heads
+    return bool(cfg.get("v_head_dim")) and cfg.get("v_head_dim") != head_dim
+
+
+def _sm100_entry(spec):
+    """The forced_pages entry of the backend the release picks on SM100 for this model."""
+    pages = spec["_rules"]["forced_pages"]
+    if is_mla(spec["model_config"]):
+        return pages["sm100_mla"]
+    if has_asymmetric_kv(spec["model_config"]) and "sm100_mha_asymmetric_kv" in pages:
+        return pages["sm100_mha_asymmetric_kv"]
+    return pages["sm100_mha"]
+
+
+def _sm100_page(spec):
+    entry = _sm100_entry(spec)
+    page = spec["page_size"]
+    return page if page in entry["keeps"] else entry["page"]
+
+
+def gpu_is_sm100(spec):
+    """True, False, or None when the GPU family is not known."""
+    cap = spec["gpu_compute_capability"]
+    return None if cap is None else int(cap.split(".")[0]) == SM100_MAJOR
+
+
+def pool_page(spec):
+    """The page SGLang floors this pool to: the forced one on SM100, and for GQA/MHA where the GPU is not known
+    (the conservative prediction); the page asked for elsewhere (and for MLA off a known SM100, as before)."""
+    sm100 = gpu_is_sm100(spec)
+    if sm100 or (sm100 is None and not is_mla(spec["model_config"])):
+        return _sm100_page(spec)
+    return spec["page_size"]
+
+
+def pin_granule(spec):
+    """What the pin is rounded up to (module docstring)."""
+    granule = pool_page(spec)
+    if is_mla(spec["model_config"]):
+        granule = _lcm(granule, _lcm(spec["page_size"], spec["_rules"]["forced_pages"]["sm100_mla"]["page"]))
+    return granule
+
+
+def page_note(spec):
+    """A sentence for the plan's assumptions when the pin follows a page the operator did not ask for."""
+    if is_mla(spec["model_config"]) or pin_granule(spec) == spec["page_size"]:
+        return None
+    entry = _sm100_entry(spec)
+    if gpu_is_sm100(spec):
+        return ("page size %d: on this SM100 GPU (compute capability %s) SGLang %s serves the model with %s, which "
+                "forces page_size %d (%s); the pin is a multiple of it and the pool is floored to it"
+                % (pool_page(spec), spec["gpu_compute_capability"], spec["_release"], entry["backend"],
+                   entry["page"], entry["source"]))
+    return ("GPU family unknown (no gpu_compute_capability): the pin is a multiple of %d, the page SGLang %s forces "
+            "with %s on SM100 (B200/GB200/B300, %s), so it holds on every GPU; set sglang_gpu_compute_capability "
+            "(nvidia-smi --query-gpu=compute_cap) to plan for the GPU's own page"
+            % (pin_granule(spec), spec["_release"], entry["backend"], entry["source"]))

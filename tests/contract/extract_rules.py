@@ -1,0 +1,250 @@
+"""Extract the pool-sizing rules of REAL SGLang wheels into one table (lib/sglang_kvplan/releases/rules.json).
+
+Nothing from a wheel is imported or run: each rule is found by a detector over the release's own source
+(`ast` where a call order matters, a pattern over the file where a sentence or a formula says it), and
+every rule records the file (under the wheel) it was read from. Detectors, one per rule:
+
+- draft_load: 'before_pool' when `Scheduler.init_model_worker` (managers/scheduler.py) calls
+  maybe_init_draft_worker before init_memory_pools (the draft's weights come out of what the profile
+  starts from); 'after_pool' when the scheduler has no init_memory_pools (the target's ModelRunner builds its
+  pool while it loads, the draft worker comes after and its weights and pool come out of the headroom).
+- eagle_cell: 'separate' (no EAGLE term in the cell: the draft runner has its own pool of the same token
+  count), 'scaled_product' (`int(cell * (1 + draft_layers / layers))`) or 'scaled_sum'
+  (`cell + int(cell * draft_layers / layers)`), from model_executor/pool_configurator.py.
+- dflash_cell: None (no DFLASH), 'layer_scaled' (scale_kv_cell_size_per_token_for_dflash by layer count
+  only) or 'draft_cell' (the draft's own cell from its config, _dflash_draft_cell_size).
+- mm_reserve_mib / mm_feature_reserve_mib: SGLANG_VLM_CACHE_SIZE_MB and SGLANG_MM_FEATURE_CACHE_MB (environ.py)
+  where mem_cache/kv_cache_configurator.py has mm_runtime_reservation_gb, else 0; multimodal_archs and
+  multimodal_off_archs from configs/model_config.py (is_multimodal).
+- forced_pages: the page size SGLang forces for the attention backend it picks on SM100 (compute capability
+  major 10): trtllm_mha for GQA/MHA, fa4 for asymmetric K/V where the release picks it, trtllm_mla for
+  DeepSeek-style MLA; read from the backend's own "changing page_size ... to N" sentence.
+- speculative_algorithms, kv_cache_dtypes: from the release's flag table (extract_flags.py).
+- torch, torch_cuda, min_driver_branch: the wheel's METADATA (`torch==`, `cuda-python` pin; CUDA 12.9 needs
+  driver branch 575, CUDA 13.0 branch 580, NVIDIA's CUDA toolkit release notes).
+
+Usage: python extract_rules.py WHEEL... [--out lib/sglang_kvplan/releases/rules.json]  (prints without --out)
+"""
+
+import ast
+import json
+import os
+import re
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import extract_flags  # noqa: E402
+
+DRIVER_BRANCH_FOR_CUDA = {"12.9": 575, "13.0": 580}
+SRT = "sglang/srt/"
+
+
+class RuleError(ValueError):
+    """A detector found nothing it knows: the release needs a reading by hand before it joins the table."""
+
+
+def _calls_in_order(function):
+    return [extract_flags._name_of(n.func) for n in ast.walk(function) if isinstance(n, ast.Call)]
+
+
+def draft_load(source):
+    rel = SRT + "managers/scheduler.py"
+    tree = ast.parse(source.read(rel) or "")
+    init = next((n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef) and n.name == "init_model_worker"), None)
+    if init is None:
+        raise RuleError("%s: no Scheduler.init_model_worker" % rel)
+    calls = [c.split(".")[-1] for c in _calls_in_order(init) if c]
+    if "init_memory_pools" not in calls:
+        return "after_pool", rel
+    if "maybe_init_draft_worker" in calls and calls.index("maybe_init_draft_worker") < calls.index("init_memory_pools"):
+        return "before_pool", rel
+    raise RuleError("%s: init_model_worker builds the pools before the draft in an unknown way" % rel)
+
+
+def eagle_cell(source):
+    rel = SRT + "model_executor/pool_configurator.py"
+    text = source.read(rel)
+    if text is None or "eagle_draft_num_layers" not in text:
+        return "separate", SRT + "model_executor/model_runner_kv_cache_mixin.py (draft runner's own pool)"
+    if re.search(r"_cell_size\s*\*\s*\(1 \+ (?:int\(eagle_draft_num_layers\)|draft_num_layers) / int\(num_layers\)\)",
+                 text):
+        return "scaled_product", rel
+    if re.search(r"draft_kv_size = \(?\s*int\(\s*self\._cell_size \* draft_num_layers / int\(num_layers\)\s*\)", text):
+        return "scaled_sum", rel
+    raise RuleError("%s: an EAGLE cell formula the detector does not know" % rel)
+
+
+def dflash_cell(source, algorithms):
+    if "DFLASH" not in algorithms:
+        return None, None
+    rel = SRT + "model_executor/pool_configurator.py"
+    text = source.read(rel) or ""
+    if "_dflash_draft_cell_size" in text:
+        return "draft_cell", rel + " + speculative/dflash_utils.py"
+    if "scale_kv_cell_size_per_token_for_dflash" in text:
+        return "layer_scaled", rel + " + speculative/dflash_utils.py"
+    raise RuleError("%s: DFLASH exists but its cell rule was not found" % rel)
+
+
+def _env_int(source, name):
+    text = source.read(SRT + "environ.py") or ""
+    found = re.search(r"%s = EnvInt\(([0-9 *]+)\)" % name, text)
+    if not found:
+        raise RuleError("environ.py: no %s" % name)
+    return int(eval(found.group(1), {"__builtins__": {}}))  # noqa: S307 - digits and * only (the pattern)
+
+
+def multimodal(source):
+    rel = SRT + "mem_cache/kv_cache_configurator.py"
+    text = source.read(rel) or ""
+    config_rel = SRT + "configs/model_config.py"
+    module = source.module("sglang.srt.configs.model_config")
+    archs = extract_flags.evaluate(module.assigns.get("multimodal_model_archs"), module)
+    if archs is extract_flags.UNKNOWN or not archs:
+        raise RuleError("%s: multimodal_model_archs not readable" % config_rel)
+    config_text = source.read(config_rel)
+    off = re.search(r"mm_disabled_models = \[([^\]]*)\]", config_text)
+    out = {"multimodal_archs": sorted(archs), "multimodal_archs_source": config_rel,
+           "multimodal_off_archs": sorted(re.findall(r'"(\w+)"', off.group(1))) if off else []}
+    if "def mm_runtime_reservation_gb" in text:
+        out.update(mm_reserve_mib=_env_int(source, "SGLANG_VLM_CACHE_SIZE_MB"),
+                   mm_feature_reserve_mib=_env_int(source, "SGLANG_MM_FEATURE_CACHE_MB"), mm_reserve_source=rel)
+    else:
+        out.update(mm_reserve_mib=0, mm_feature_reserve_mib=0, mm_reserve_source=None)
+    return out
+
+
+def _python_files(source):
+    names = source._zip.namelist() if source._zip is not None else []
+    return [n for n in names if n.startswith(SRT) and n.endswith(".py")
+            and (n == SRT + "server_args.py" or n.startswith(SRT + "arg_groups/"))]
+
+
+def forced_pages(source):
+    """{kind: (page, file)} the release forces on SM100 for the backend it picks by default."""
+    found = {}
+    sentences = {
+        "mha": r"TensorRT-LLM MHA only supports page_size of ([^\"]*?), changing page_size from \{[\w.]+\} to (\d+)",
+        "mla": r"TensorRT-LLM MLA only supports page_size of ([^\"]*?), changing page_size from \{[\w.]+\} to (\d+)",
+        "fa4": r"FA4 backend only supports page size ((\d+)) for non-MLA",
+    }
+    default_mha = re.compile(r"is_sm100[\s\S]{0,600}?(?:self\.attention_backend = |return )\"trtllm_mha\"")
+    asym_fa4 = re.compile(r"has_asymmetric_kv:\s*\n\s*return \"fa4\"")
+    picks_mha = picks_fa4 = None
+    for rel in _python_files(source):
+        text = source.read(rel)
+        for kind, pattern in sentences.items():
+            match = re.search(pattern, text)
+            if match and kind not in found:
+                # (forced page, the page sizes the backend keeps as they are, file)
+                found[kind] = (int(match.group(2)), [int(n) for n in re.findall(r"\d+", match.group(1))], rel)
+        if picks_mha is None and default_mha.search(text):
+            picks_mha = rel
+        if picks_fa4 is None and asym_fa4.search(text):
+            picks_fa4 = rel
+    if picks_mha is None or "mha" not in found or "mla" not in found:
+        raise RuleError("no SM100 trtllm_mha default / page sentence found in server_args.py or arg_groups/")
+    def entry(kind, backend, picked_in=None):
+        page, keeps, rel = found[kind]
+        out = {"page": page, "keeps": keeps, "backend": backend, "source": rel}
+        return dict(out, picked_in=picked_in) if picked_in else out
+
+    pages = {"sm100_mha": entry("mha", "trtllm_mha", picks_mha), "sm100_mla": entry("mla", "trtllm_mla")}
+    if picks_fa4 and "fa4" in found:
+        pages["sm100_mha_asymmetric_kv"] = entry("fa4", "fa4", picks_fa4)
+    return pages
+
+
+def metadata_pins(source):
+    names = source._zip.namelist()
+    meta = next(n for n in names if re.match(r"sglang-[^/]+\.dist-info/METADATA$", n))
+    text = source.read(meta)
+    torch = re.search(r"^Requires-Dist: torch==([\w.]+)\s*$", text, re.M)
+    cuda = re.search(r"^Requires-Dist: cuda-python(?:==|>=)(\d+\.\d+)", text, re.M)
+    if not torch or not cuda or cuda.group(1) not in DRIVER_BRANCH_FOR_CUDA:
+        raise RuleError("%s: no torch== or known cuda-python pin" % meta)
+    return {"torch": torch.group(1), "torch_cuda": cuda.group(1),
+            "min_driver_branch": DRIVER_BRANCH_FOR_CUDA[cuda.group(1)], "pins_source": meta}
+
+
+def rules(path):
+    source = extract_flags.Source(path)
+    flags = extract_flags.extract(path)
+    by_name = {n: f for f in flags["flags"] for n in f["names"]}
+    algorithm_flag = by_name["--speculative-algorithm"]
+    algorithms = algorithm_flag["choices"] or flags["runtime_choices"]["speculative_algorithm"]["values"]
+    out = {"version": flags["version"],
+           "kv_cache_dtypes": list(by_name["--kv-cache-dtype"]["choices"]),
+           "speculative_algorithms": list(algorithms),
+           "speculative_algorithms_source": (algorithm_flag["source"] if algorithm_flag["choices"]
+                                             else flags["runtime_choices"]["speculative_algorithm"]["source"])}
+    out["draft_load"], out["draft_load_source"] = draft_load(source)
+    out["eagle_cell"], out["eagle_cell_source"] = eagle_cell(source)
+    out["dflash_cell"], out["dflash_cell_source"] = dflash_cell(source, algorithms)
+    out.update(multimodal(source))
+    out["forced_pages"] = forced_pages(source)
+    out.update(metadata_pins(source))
+    return out
+
+
+def table(paths):
+    releases = {}
+    for path in paths:
+        entry = rules(path)
+        releases[entry.pop("version")] = entry
+    return {"extracted_by": "tests/contract/extract_rules.py", "releases": dict(sorted(
+        releases.items(), key=lambda item: tuple(int(x) for x in re.findall(r"\d+", item[0]))))}
+
+
+def dumps(data):
+    return json.dumps(data, indent=1, sort_keys=True) + "\n"
+
+
+def _cite(path):
+    return "`%s`" % path.replace(SRT, "").replace("sglang/", "") if path else ""
+
+
+def markdown(data):
+    """docs/sglang-releases.md's table: one row per release, each rule with the file it was read from."""
+    rows = ["| release | draft loads | EAGLE-family cell | DFLASH cell | multimodal reserve | SM100 forced page "
+            "(trtllm_mha / fa4 / trtllm_mla) | --speculative-algorithm | torch, CUDA, driver |",
+            "|---|---|---|---|---|---|---|---|"]
+    for version, r in sorted(data["releases"].items(), key=lambda item: tuple(int(n) for n in
+                                                                             re.findall(r"\d+", item[0]))):
+        pages = r["forced_pages"]
+        fa4 = pages.get("sm100_mha_asymmetric_kv")
+        rows.append("| %s | %s (%s) | %s (%s) | %s | %s | %d / %s / %d (%s; picked in %s) | %s (%s) | %s, %s, %d (%s) |"
+                    % (version, r["draft_load"], _cite(r["draft_load_source"]), r["eagle_cell"],
+                       _cite(r["eagle_cell_source"]),
+                       "%s (%s)" % (r["dflash_cell"], _cite(r["dflash_cell_source"])) if r["dflash_cell"] else "none",
+                       "%d MiB (+%d with cuda_ipc/vmm transport; %s)" % (
+                           r["mm_reserve_mib"], r["mm_feature_reserve_mib"], _cite(r["mm_reserve_source"]))
+                       if r["mm_reserve_mib"] else "none",
+                       pages["sm100_mha"]["page"], fa4["page"] if fa4 else "not picked", pages["sm100_mla"]["page"],
+                       _cite(pages["sm100_mha"]["source"]), _cite(pages["sm100_mha"]["picked_in"]),
+                       " ".join(r["speculative_algorithms"]), _cite(r["speculative_algorithms_source"].split(" ")[0]),
+                       r["torch"], r["torch_cuda"], r["min_driver_branch"], "METADATA"))
+    return "\n".join(rows) + "\n"
+
+
+def main(argv):
+    if argv[:1] == ["--markdown"]:
+        with open(argv[1], encoding="utf-8") as handle:
+            sys.stdout.write(markdown(json.load(handle)))
+        return
+    out = None
+    if "--out" in argv:
+        index = argv.index("--out")
+        out = argv[index + 1]
+        argv = argv[:index] + argv[index + 2:]
+    text = dumps(table(argv))
+    if out:
+        with open(out, "w", encoding="utf-8") as handle:
+            handle.write(text)
+        print("%s: %d releases" % (out, len(json.loads(text)["releases"])))
+    else:
+        sys.stdout.write(text)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

@@ -1,0 +1,90 @@
+"""How the impersonated release resolves the attention layout before anything loads, for the TEST DOUBLE:
+DP attention, the default attention backend on the simulated GPU, and the page size that backend forces.
+Written from the wheels, independently of the repository's planner (lib/sglang_kvplan/pages.py).
+
+DP attention. 0.5.23 arg_groups/parallel_hook.py handle_deprecated_dp_attention: `--dp-size N
+--enable-dp-attention` becomes attn_dp_size=N, dp_size=1 (when --attn-dp-size was left at 1), before
+check_server_args, so a multi-node DP-attention launch passes its "multi-node data-parallel replicas" check.
+0.5.9 has no --attn-dp-size: attention DP is dp_size when --enable-dp-attention. Attention TP = tp / attn DP.
+
+Backend and page, on SM100 (the simulated GPU's compute_cap major 10; is_sm100_supported, 0.5.9
+utils/common.py device_capability_majors=[10]) with no --attention-backend:
+- GQA/MHA: trtllm_mha (0.5.9 server_args.py _handle_attention_backend_compatibility; 0.5.23
+  arg_groups/model_override_base.py), unless a speculative draft tree (eagle_topk > 1, or, in 0.5.9, a draft
+  with --speculative-eagle-topk unset); 0.5.23 picks fa4 instead for asymmetric K/V (v_head_dim != head_dim).
+  trtllm_mha keeps page sizes 16/32/64 (0.5.9) or 16/32/64/128 (0.5.23) and turns any other into 64; fa4 on
+  SM100 forces 128 (0.5.23 arg_groups/overrides.py _fa4_page_constraint).
+- MLA of the DeepSeek family (0.5.9 server_args.py model_arch list; 0.5.23 model_overrides/deepseek_v2.py):
+  trtllm_mla, which keeps 32/64 and turns any other page into 64; other MLA models get flashinfer (page kept).
+Elsewhere (SM90, SM120, ...) the page asked for is kept.
+"""
+
+from sglang import _double_gpu as sim
+
+DEEPSEEK_FAMILY = {
+    "0.5.9": ("DeepseekV3ForCausalLM", "KimiK25ForConditionalGeneration", "MistralLarge3ForCausalLM",
+              "PixtralForConditionalGeneration", "GlmMoeDsaForCausalLM"),
+    "0.5.23": ("DeepseekV3ForCausalLM", "DeepseekV32ForCausalLM", "KimiK25ForConditionalGeneration",
+               "MistralLarge3ForCausalLM", "PixtralForConditionalGeneration", "GlmMoeDsaForCausalLM",
+               "Glm5NextForConditionalGeneration", "HYV4ForCausalLM", "HYV4ForCausalLMNextN",
+               "LongcatFlashForCausalLM", "LongcatFlashForCausalLMNextN", "Dots3NoteForCausalLM"),
+}
+TRTLLM_MHA_KEEPS = {"0.5.9": (16, 32, 64), "0.5.23": (16, 32, 64, 128)}
+
+
+def resolve_dp_attention(args, release):
+    """0.5.23's handle_deprecated_dp_attention; 0.5.9 keeps the flags as given."""
+    if release != "0.5.9" and args.enable_dp_attention:
+        if (args.attn_dp_size or 1) == 1:
+            args.attn_dp_size, args.dp_size = args.dp_size, 1
+        args.enable_dp_attention = False
+    return args
+
+
+def attn_dp_size(args):
+    return args.attn_dp_size or (args.dp_size if args.enable_dp_attention else 1)
+
+
+def _is_sm100(gpu):
+    cap = str(gpu.get("compute_cap") or "12.0")
+    return cap.split(".")[0] == "10"
+
+
+def default_backend(args, config, gpu, release):
+    """The attention backend the release picks when none is given, or None where the double does not need it."""
+    if args.attention_backend is not None or not _is_sm100(gpu):
+        return args.attention_backend
+    cfg = sim.language_config(config)
+    if cfg.get("kv_lora_rank"):
+        arch = (config.get("architectures") or [None])[0]
+        return "trtllm_mla" if arch in DEEPSEEK_FAMILY[release] else "flashinfer"
+    topk = args.speculative_eagle_topk
+    if args.speculative_algorithm and (topk or 0) > 1:
+        return "flashinfer"
+    if release == "0.5.9" and args.speculative_algorithm and topk is None:
+        return "flashinfer"
+    _, head_dim, v_head_dim = sim.mha_geometry(config)
+    if release != "0.5.9" and head_dim != v_head_dim:
+        return "fa4"
+    return "trtllm_mha"
+
+
+def resolve_page_size(args, config, gpu, release, log):
+    """Set args.page_size as the backend forces it, with the release's warning; returns the backend."""
+    backend = default_backend(args, config, gpu, release)
+    page = args.page_size or 1
+    forced = page
+    if backend == "trtllm_mla" and page not in (32, 64):
+        forced = 64
+        log("TensorRT-LLM MLA only supports page_size of 32 or 64, changing page_size from %d to 64." % page)
+    elif backend == "trtllm_mha" and page not in TRTLLM_MHA_KEEPS[release]:
+        forced = 64
+        keeps = TRTLLM_MHA_KEEPS[release]
+        log("TensorRT-LLM MHA only supports page_size of %s or %d, changing page_size from %d to 64."
+            % (", ".join(str(k) for k in keeps[:-1]), keeps[-1], page))
+    elif backend == "fa4" and _is_sm100(gpu) and not sim.language_config(config).get("kv_lora_rank"):
+        forced = 128
+        log("FA4 backend only supports page size 128 for non-MLA model architectures, changing page_size from "
+            "%d to 128." % page)
+    args.page_size = forced
+    return backend
