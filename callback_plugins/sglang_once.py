@@ -6,8 +6,10 @@ ansible-core 2.19 prints a failed templating task three times: the "[ERROR]: Tas
 This callback leaves out the first two when the fatal line's msg already holds the innermost message, below -vvv;
 at -vvv and above the exception is printed as the default callback prints it. It also leaves out "FAILED -
 RETRYING" for a try that reports progress (the boot wait): sglang_progress, enabled beside it in ansible.cfg,
-prints that try as one line instead. Every other error, warning and result is printed exactly as the default
-callback prints it.
+prints that try as one line instead. Lines meant for a person are printed as lines: a debug task whose msg is a
+list of strings or a multi-line string (make plan's plans), and a failure whose msg has several lines (the check
+phase's refusals, one per line), instead of a JSON dump. An unreachable host is reported once. Every other error,
+warning and result is printed exactly as the default callback prints it.
 
 Public API only: the v2_runner_* methods, the task result's `result` and `exception` (CallbackTaskResult, the
 public contract of 2.19's TaskResult), and the default callback's documented rule that it shows an exception only
@@ -23,8 +25,11 @@ type: stdout
 short_description: The default output, with an error already held by its fatal line printed once
 description:
   - The default callback, except that the C([ERROR]) block with its cause chain is left out when the
-    failed result's C(msg) already contains the innermost cause's message (below C(-vvv); from C(-vvv) on it is
-    printed), and that a retry whose result carries C(progress) is left to the sglang_progress callback.
+    failed (or unreachable) result's C(msg) already contains the innermost cause's message (below C(-vvv); from
+    C(-vvv) on it is printed), and that a retry whose result carries C(progress) is left to the sglang_progress
+    callback.
+  - Below C(-v), a debug task's C(msg) that is a list of strings or a multi-line string, and a failure's
+    multi-line C(msg), are printed as plain lines.
 author: sglang-longctx maintainers (!UNKNOWN)
 extends_documentation_fragment:
   - default_callback
@@ -33,8 +38,10 @@ requirements:
   - set as stdout in configuration (ansible.cfg C(stdout_callback = sglang_once))
 """
 
+from ansible import constants as C  # noqa: E402 - after the docs
 from ansible.plugins.callback.default import CallbackModule as DefaultCallback  # noqa: E402 - after the docs
 
+DEBUG_ACTIONS = ("debug", "ansible.builtin.debug", "ansible.legacy.debug")
 # From this verbosity on (-vvv) the exception is always shown: that is where an operator asks for tracebacks.
 SHOW_EXCEPTION_VERBOSITY = 3
 
@@ -54,6 +61,15 @@ def repeats_its_message(result):
     return bool(inner and isinstance(msg, str) and inner.strip() in msg)
 
 
+def person_lines(msg):
+    """msg as lines for a person (a list of strings, or a string of several lines), else None."""
+    if isinstance(msg, list) and msg and all(isinstance(line, str) for line in msg):
+        return msg
+    if isinstance(msg, str) and "\n" in msg.strip():
+        return msg.strip().splitlines()
+    return None
+
+
 class CallbackModule(DefaultCallback):
     CALLBACK_VERSION = 2.0
     CALLBACK_TYPE = "stdout"
@@ -63,9 +79,34 @@ class CallbackModule(DefaultCallback):
         if self._display.verbosity < SHOW_EXCEPTION_VERBOSITY and repeats_its_message(result):
             result.result.pop("exception", None)  # the default callback prints no exception a result does not hold
 
+    def _plain(self, result, keys):
+        """The msg's lines when the result holds only `keys` and verbosity is default, else None."""
+        if self._display.verbosity > 0 or not isinstance(result.result, dict):
+            return None
+        if set(k for k in result.result if not k.startswith("_ansible")) - set(keys):
+            return None
+        return person_lines(result.result.get("msg"))
+
+    def v2_runner_on_ok(self, result):
+        lines = self._plain(result, {"msg", "changed"}) if result.task.action in DEBUG_ACTIONS else None
+        if lines is None:
+            return super().v2_runner_on_ok(result)
+        self._display.display("\n".join(lines), color=C.COLOR_OK)
+
     def v2_runner_on_failed(self, result, ignore_errors=False):
         self._print_once(result)
-        super().v2_runner_on_failed(result, ignore_errors=ignore_errors)
+        lines = None if ignore_errors else self._plain(result, {"msg", "changed", "failed", "exception"})
+        if lines is None:
+            return super().v2_runner_on_failed(result, ignore_errors=ignore_errors)
+        self._display.display("fatal: [%s]: FAILED!\n%s" % (result.host.get_name(), "\n".join(lines)),
+                              color=C.COLOR_ERROR, stderr=self.get_option("display_failed_stderr"))
+
+    def v2_runner_on_unreachable(self, result):
+        # The fatal UNREACHABLE line holds the connection's error; its chain ends in Ansible's internals
+        # ("interpreter discovery needed"), so it is left out below -vvv whatever it says.
+        if self._display.verbosity < SHOW_EXCEPTION_VERBOSITY and isinstance(result.result, dict):
+            result.result.pop("exception", None)
+        super().v2_runner_on_unreachable(result)
 
     def v2_runner_item_on_failed(self, result):
         self._print_once(result)
