@@ -16,9 +16,11 @@ $(VENV)/.installed: requirements.txt
 
 venv: $(VENV)/.installed
 
-# The plan for every inventory host (HOSTS=ct200 for one), and its picture in reports/plan/<host>.png.
+# The plan for every inventory host (HOSTS=ct200 for one), and its picture in reports/plan/<host>.png. Role
+# variables given to make are passed on: `make plan sglang_context_target=250000` (also with make's -e).
+ROLE_VARS := $(foreach v,$(filter sglang_% nvidia_driver_% cuda_% preflight_%,$(MAKEOVERRIDES)),-e '$(v)')
 plan: venv
-	ansible-playbook playbooks/plan.yml $(if $(HOSTS),-l $(HOSTS))
+	$(BIN)/ansible-playbook playbooks/plan.yml $(if $(HOSTS),-l $(HOSTS)) $(ROLE_VARS)
 	@echo "pictures: $(abspath reports/plan)/"
 
 # The demo (see molecule/harness/demo.sh): as root it installs Debian packages and may start a dockerd.

@@ -65,3 +65,12 @@ def test_the_check_phase_comes_before_every_role_that_changes_a_host():
     check = listing.index("Check the inputs of every host")
     plan = listing.index("Plan with the host's GPUs, model and stored calibration")
     assert check < listing.index("preflight :") < plan < listing.index("nvidia_driver :")
+
+
+def test_make_plan_refuses_a_misspelled_knob_given_to_make():
+    env = dict(os.environ, ANSIBLE_NOCOLOR="1")
+    result = subprocess.run(["make", "-o", ".venv/.installed", "plan", "-e", "sglang_context_targt=300000"], cwd=REPO,
+                            env=env, capture_output=True, text=True, timeout=300)
+    assert result.returncode != 0
+    assert "unknown variable sglang_context_targt" in result.stdout and "Did you mean sglang_context_target?" in \
+        result.stdout, result.stdout + result.stderr
