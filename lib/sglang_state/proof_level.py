@@ -123,4 +123,5 @@ def proof_record(live, smoke, at=None):
             "process": live.get("process") or {}, "versions": live.get("versions") or {},
             "context_target": live.get("context_target"), "pool_tokens": smoke.get("pool_tokens"),
             "context_length": smoke.get("context_length"), "prompt_tokens": smoke.get("prompt_tokens"),
-            "full_at": at or datetime.now(UTC).isoformat(timespec="seconds")}
+            "elapsed_s": smoke.get("elapsed_s"), "prefill_tokens_per_s": smoke.get("prefill_tokens_per_s"),
+            "decode": smoke.get("decode"), "full_at": at or datetime.now(UTC).isoformat(timespec="seconds")}
