@@ -9,6 +9,7 @@ import glob
 import html
 import json
 import os
+import re
 
 from .picture import curves, draw
 
@@ -88,7 +89,11 @@ def restored_plan(restored, entries):
     the calibration stored for its setup (tp/pp/dp and SGLang version), else {} for each."""
     if not restored:
         return {}, {}
-    flags = restored.get("flags") or {}
+    flags = dict(restored.get("flags") or {})
+    for key, flag in RESTORED_FLAGS.items():  # the restored unit's own command line (quoted or not)
+        found = re.search(r'%s"?\s+"?([0-9.]+)' % re.escape(flag), restored.get("unit") or "")
+        if found and key not in flags:
+            flags[key] = found.group(1)
     inputs = {k: _number(flags.get(k)) for k in RESTORED_FLAGS if flags.get(k) not in (None, "")}
     inputs.setdefault("tp_size", 1)
     inputs.setdefault("pp_size", 1)

@@ -13,6 +13,9 @@ from sglang_report.report import build_report, write_run_report
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 DECODE = {"tokens": 16, "tpot_ms": 41.3, "seconds": 0.66, "cached_tokens": 196000, "prompt_tokens": 196004,
           "spec_verify_ct": 6, "accept_length": 2.667, "spec_accept_length": 2.667, "spec_accept_rate": 0.11}
+# The restored unit as the role renders it: some flags quoted, some not.
+UNIT = ('ExecStart=/opt/sglang/venv/bin/python -m sglang.launch_server --tp-size 8 "--context-length" "200000" '
+        '--mem-fraction-static 0.958\n')
 RECORD = {"full_at": "2026-11-28T07:00:00+00:00", "pool_tokens": 200064, "context_length": 200000,
           "prompt_tokens": 196004, "elapsed_s": 9.8, "prefill_tokens_per_s": 20000.4, "decode": DECODE,
           "process": {"invocation_id": "ab", "main_pid": "42", "exec_main_start": "x"}}
@@ -142,7 +145,7 @@ def test_a_rollback_names_the_restored_plan_and_its_calibration(tmp_path):
     facts = {"host": "ct200", "sglang_starts": 1,
              "restored": {"name": "20261128T065500000000Z", "plan": "target 200,000 -> pool 200,064 tokens",
                           "calibrated": True, "versions": {"sglang": "0.5.23"}, "context_target": 200000,
-                          "flags": {"tp_size": "8", "context_target": "200000", "mem_fraction_static": "0.958"}},
+                          "unit": UNIT},
              "calibration_entries": entries}
     report, parsed = page(facts, tmp_path)
     assert report["plan"]["inputs"] == {"tp_size": 8, "pp_size": 1, "dp_size": 1, "context_target": 200000,
