@@ -112,8 +112,7 @@ def headline(report, facts):
     """What this run measured, first: the pool the proof saw, the headroom SGLang logged after the pool (this
     run's boot, else the boot of the calibration in use), and decode at the full context."""
     proof, boot = report["proof"], facts.get("sglang_boot") or {}
-    started = report["restarts"]["starts"] > 0
-    if started and _number(boot.get("pool_end_avail_gib")) is not None:
+    if report["started_this_run"] and _number(boot.get("pool_end_avail_gib")) is not None:
         headroom, source = _number(boot["pool_end_avail_gib"]), "this run's boot"
     else:
         headroom = _number(report["calibration"].get("headroom_gib"))
@@ -134,6 +133,8 @@ def build_report(facts, generated_at, previous=None, previous_path=None):
     restored_inputs, restored_calibration = restored_plan(facts.get("restored"), facts.get("calibration_entries"))
     calibration = facts.get("calibration_in_use") or facts.get("_sglang_calibration_stored") or restored_calibration
     starts = _number(facts.get("sglang_starts")) or 0
+    # Whether this run (re)started SGLang (the role's own fact; the start count of older facts otherwise).
+    started = facts["sglang_restarted_this_run"] if "sglang_restarted_this_run" in facts else starts > 0
     report = {
         "version": REPORT_VERSION,
         "host": facts.get("host"),
@@ -153,7 +154,8 @@ def build_report(facts, generated_at, previous=None, previous_path=None):
         "boot": {k: boot.get(k) for k in ("pre_load_avail_gib", "post_load_avail_gib", "pool_tokens", "context_len",
                                           "max_running_requests", "ranks", "error", "invocation_id")},
         # A run that started nothing waited for nothing: no boot time (the unit's age is not one).
-        "boot_wait_s": _get(facts, "sglang_ready", "elapsed_s") if starts else None,
+        "boot_wait_s": _get(facts, "sglang_ready", "elapsed_s") if started else None,
+        "started_this_run": bool(started),
         "calibration": calibration or {},
         "calibration_key": facts.get("calibration_key"),
         "restarts": {"starts": starts,
@@ -273,7 +275,7 @@ def render_html(report, png):
             ("P logged (GiB)", boot.get("pre_load_avail_gib")), ("A logged (GiB)", boot.get("post_load_avail_gib")),
             ("pool allocated (tokens)", boot.get("pool_tokens")), ("context", boot.get("context_len")),
             ("max running requests", boot.get("max_running_requests")), ("ranks", boot.get("ranks")),
-            ("boot time (s, unit start to ready)", report.get("boot_wait_s") if report["restarts"]["starts"]
+            ("boot time (s, unit start to ready)", report.get("boot_wait_s") if report.get("started_this_run")
              else "no start this run"),
             ("starts this run", report["restarts"]["starts"]),
             ("corrective restarts", report["restarts"]["corrective"])]),

@@ -99,10 +99,13 @@ def test_a_check_says_so_and_why_and_when_the_last_full_proof_was(facts, tmp_pat
 
 def test_no_start_shows_no_boot_time(facts, tmp_path):
     report, parsed = page(check_run(facts), tmp_path)
-    assert report["boot_wait_s"] is None
+    assert report["boot_wait_s"] is None and report["started_this_run"] is False
     assert parsed.tables["boot"]["boot time (s, unit start to ready)"] == "no start this run"
     report, parsed = page(facts, tmp_path / "started")  # the fixture's run started twice
     assert report["boot_wait_s"] == 42.3
+    # the role's own fact wins over a start count carried from an earlier play of the same playbook
+    later = dict(facts, sglang_restarted_this_run=False)
+    assert build_report(later, "now")["boot_wait_s"] is None
 
 
 def test_the_headline_is_what_was_measured_not_the_estimate(facts, tmp_path):
