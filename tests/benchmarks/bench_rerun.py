@@ -77,6 +77,7 @@ def main():
     parser.add_argument("--port", type=int, default=30000)
     parser.add_argument("--playbook", default=os.path.join(REPO, "molecule", "default", "converge.yml"))
     parser.add_argument("--top", type=int, default=12, help="phases to print")
+    parser.add_argument("--json", help="write every task's time here (a list of rows)")
     args, extra = parser.parse_known_args()
     with tempfile.TemporaryDirectory(prefix="bench-rerun-") as folder:
         timer_out = os.path.join(folder, "tasks.json")
@@ -95,7 +96,10 @@ def main():
         wall = time.time() - started
         after = prompt_tokens_total(args.instance, args.port)
         rows = json.load(open(timer_out, encoding="utf-8")) if os.path.exists(timer_out) else []
-    recap = re.search(r"^%s\s*:.*$" % re.escape(args.instance), run.stdout, re.MULTILINE)
+    if args.json:
+        with open(args.json, "w", encoding="utf-8") as handle:
+            json.dump(rows, handle, indent=1)
+    recap = re.search(r"^%s\s*:\s*ok=.*$" % re.escape(args.instance), run.stdout, re.MULTILINE)
     changed = re.search(r"changed=(\d+)", recap.group(0)).group(1) if recap else "?"
     if run.returncode != 0:
         print(run.stdout[-4000:], run.stderr[-2000:], sep="\n")
