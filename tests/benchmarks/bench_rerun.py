@@ -75,7 +75,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--instance", default="ct200-sim")
     parser.add_argument("--port", type=int, default=30000)
-    parser.add_argument("--playbook", default=os.path.join(REPO, "molecule", "default", "converge.yml"))
+    parser.add_argument("--playbook", default=os.path.join(REPO, "site.yml"))
     parser.add_argument("--top", type=int, default=12, help="phases to print")
     parser.add_argument("--json", help="write every task's time here (a list of rows)")
     args, extra = parser.parse_known_args()
