@@ -85,6 +85,31 @@ options:
     description: Tokens to generate for the answer (kept out of the prompt's room in the context).
     type: int
     default: 32
+  level:
+    description:
+      - C(full) (default) proves the pool, the context and the long prompt, then measures decode at that context.
+      - C(check) costs the server well under a second - the pool and context length read back and compared
+        with I(expect_pool_tokens) and I(expect_context_length) (the proven ones), and one short needle
+        prompt (at most 64 tokens) answered. A check that finds any difference runs the full proof instead
+        and says why (RV(escalated)).
+    type: str
+    choices: [full, check]
+    default: full
+  expect_pool_tokens:
+    description: For C(level=check), the pool the proven state reported; another pool runs the full proof.
+    type: int
+  expect_context_length:
+    description: For C(level=check), the context length the proven state reported; another runs the full proof.
+    type: int
+  decode_tokens:
+    description:
+      - For the full proof, tokens to decode after the long prompt (at least 8), in one streamed C(/generate)
+        with C(ignore_eos) (the prompt's prefix is cached by then), giving the time per output token at the
+        full context and, with speculative decoding, the accept length from the request's own counters
+        (C(meta_info.spec_verify_ct) against C(completion_tokens), SGLang 0.5.23
+        managers/tokenizer_manager.py).
+    type: int
+    default: 16
   timeout:
     description: Seconds any one request may take in all, from connecting to its last byte (one deadline).
     type: int
@@ -212,6 +237,24 @@ calibration_calls:
   description: Requests it took to size the prompt (tokenize or short completions).
   type: int
   returned: when the long request ran
+level:
+  description: The proof that ran, C(full) or C(check) (C(full) also when a check escalated).
+  type: str
+  returned: always
+escalated:
+  description: Why a check ran the full proof instead (the difference it found), else null.
+  type: str
+  returned: always
+decode:
+  description:
+    - The full proof's decode at the full context - C(tokens) decoded, C(tpot_ms) (ms per output token after
+      the first), C(seconds), C(cached_tokens) (of the prompt, by the radix cache) and, when a draft runs,
+      C(spec_verify_ct) and C(accept_length) (completion_tokens / spec_verify_ct) with the server's own
+      C(spec_accept_length) and C(spec_accept_rate). Null for a check, or a C(note) when the server serves
+      no C(/generate).
+  type: dict
+  returned: always
+  sample: {"tokens": 16, "tpot_ms": 41.3, "seconds": 0.62, "spec_verify_ct": 6, "accept_length": 2.67}
 checks:
   description: Each check (ready, context, pool, prompt_tokens, answer), with whether it passed and what it saw.
   type: list
@@ -507,7 +550,9 @@ def validate(params):
             ("context_target", 1, "give the context the deployment promises, e.g. 200000"),
             ("timeout", 1, "give the seconds one request may take, e.g. 900"),
             ("wait_ready", 0, "give the seconds to wait for readiness; 0 checks once"),
-            ("max_tokens", 1, "give the tokens the answer may take, e.g. 32")):
+            ("max_tokens", 1, "give the tokens the answer may take, e.g. 32"),
+            ("decode_tokens", 8, "give the tokens to decode at the full context, e.g. 16 (the role's "
+             "sglang_proof_decode_tokens)")):
         value = params.get(name)
         if value is not None and value < least:
             raise SmokeFailure("%s=%r must be at least %d: %s." % (name, value, least, hint))
@@ -746,10 +791,115 @@ def answer_matches(expect, text):
     return re.search(expect, text, re.IGNORECASE) is not None or re.search(expect, plain, re.IGNORECASE) is not None
 
 
+# -- the check: the proven state still serving, for well under a second of GPU ------------------------------
+CHECK_PROMPT_MAX = 64  # the check's whole prompt, in tokens as the server counts them
+
+
+class CheckDifference(SmokeFailure):
+    """What a check found different from the proven state: the full proof runs instead."""
+
+
+def check_proof(params, result, progress, client, server):
+    """The pool and context as proven, and one short needle prompt answered; any difference: CheckDifference."""
+    checks = result["checks"]
+    progress.stage("proof (check): waiting for /health_generate")
+    wait_ready(server, params["wait_ready"])
+    checks.append({"name": "ready", "ok": True, "detail": "/health_generate answered 200"})
+    pool, max_req_input_len, info = server_info(server)
+    model, context_length = served_model(server, info)
+    result.update(pool_tokens=pool, max_req_input_len=max_req_input_len, context_length=context_length,
+                  min_pool_tokens=max(context_length or 0, params.get("min_pool_tokens") or 0) or None)
+    differences = []
+    if params.get("expect_pool_tokens") not in (None, pool):
+        differences.append("pool %s tokens, proven %s" % (fmt(pool), fmt(params["expect_pool_tokens"])))
+    if params.get("expect_context_length") not in (None, context_length):
+        differences.append("context length %s, proven %s" % (context_length, params["expect_context_length"]))
+    if differences:
+        raise CheckDifference("the server reports " + " and ".join(differences))
+    check_capacity(params, checks, pool, context_length)
+    checks.append({"name": "proven", "ok": True, "detail": "pool %s and context length %s tokens, as proven"
+                   % (fmt(pool), fmt(context_length))})
+    needle = random.SystemRandom().randint(1_000_000, 9_999_999)
+    expect = params.get("expect") or r"\b%d\b" % needle
+    result.update(question="needle", needle=needle, expect=expect)
+    progress.stage("proof (check): one short prompt")
+    prompt = NEEDLE_HEAD % needle + NEEDLE_TAIL.lstrip()
+    text, usage, elapsed, _ = long_request(client, params["model"] or model, prompt, params["max_tokens"], False)
+    counted = int(usage["prompt_tokens"])
+    result.update(prompt_tokens=counted, completion_tokens=int(usage.get("completion_tokens") or 0),
+                  completion=text, elapsed_s=round(elapsed, 3), ttft_s=None, prefill_tokens_per_s=None)
+    if counted > CHECK_PROMPT_MAX:
+        raise SmokeFailure("The check's short prompt counted %d tokens, over its %d; the server's tokenizer is not "
+                           "what the check expects: run the full proof (sglang_proof=full)." % (counted,
+                                                                                               CHECK_PROMPT_MAX))
+    if not answer_matches(expect, text):
+        raise CheckDifference("the short prompt's answer %r does not match /%s/" % (text, expect))
+    checks.append({"name": "answer", "ok": True, "detail": "a %d-token prompt answered %r in %.2f s"
+                   % (counted, text, elapsed)})
+
+
+# -- decode at the full context ----------------------------------------------------------------------------
+def decode_at_context(client, prompt, tokens):
+    """One streamed /generate of `tokens` tokens (ignore_eos) after the long prompt: the time per output token
+    between the first and the last streamed event, and the request's speculative counters (meta_info,
+    cumulative per event; spec_* only on the last, SGLang 0.5.23 managers/tokenizer_manager.py)."""
+    payload = {"text": prompt, "stream": True,
+               "sampling_params": {"max_new_tokens": tokens, "ignore_eos": True, "temperature": 0}}
+    start = time.monotonic()
+
+    def consume(response):
+        first = last = None
+        meta = {}
+        for raw in response:
+            line = raw.decode("utf-8", "replace").strip()
+            if not line.startswith("data:") or line[5:].strip() == "[DONE]":
+                continue
+            event = _parse_json(client.url + "/generate", line[5:].strip().encode())
+            if isinstance(event, dict) and event.get("error"):
+                error = event["error"]
+                raise SmokeFailure("/generate streamed an error: %s" % (
+                    error.get("message") if isinstance(error, dict) else error))
+            last = time.monotonic()
+            first = first or last
+            meta = event.get("meta_info") or meta
+        return first, last, meta
+
+    try:
+        first, last, meta = client.request("POST", "/generate", payload, consume=consume)
+    except HTTPFailure as error:
+        if error.status in (404, 405):
+            return {"note": "the server serves no /generate (HTTP %d): decode not measured" % error.status}
+        raise
+    count = int(meta.get("completion_tokens") or 0)
+    out = {"tokens": count, "seconds": round((last or start) - start, 3),
+           "tpot_ms": round((last - first) * 1000.0 / (count - 1), 2) if count > 1 and first else None,
+           "cached_tokens": meta.get("cached_tokens"), "prompt_tokens": meta.get("prompt_tokens")}
+    verify = meta.get("spec_verify_ct")
+    if verify:
+        out.update(spec_verify_ct=int(verify), accept_length=round(count / float(verify), 3),
+                   spec_accept_length=meta.get("spec_accept_length"), spec_accept_rate=meta.get("spec_accept_rate"))
+    return out
+
+
 # -- the proof -------------------------------------------------------------------------------------------
 def run(params, result, progress=None):
     progress = progress or Progress(None)
     asked = validate(params)
+    result.update(level=params.get("level") or "full", escalated=None, decode=None)
+    if result["level"] == "check":
+        client = Client(params["url"], params["api_key"], params["timeout"], params["validate_certs"])
+        server = (Client(params["info_url"], params["api_key"], params["timeout"], params["validate_certs"])
+                  if params.get("info_url") else client)
+        try:
+            return check_proof(params, result, progress, client, server)
+        except CheckDifference as difference:
+            kept = {k: result[k] for k in ("changed", "ok") if k in result}
+            result.clear()
+            result.update(kept, checks=[], level="full", escalated="the check found %s" % difference, decode=None)
+    full_proof(params, result, progress, asked)
+
+
+def full_proof(params, result, progress, asked):
     head, filler, tail, needle = make_prompt_parts(params["question"], params["filler"])
     expect = params.get("expect")
     if expect is None:
@@ -814,6 +964,9 @@ def run(params, result, progress=None):
              "answer it)" if needle is not None and params.get("expect") is None else "")
     checks.append({"name": "answer", "ok": answer_ok, "detail": "answer %r %s /%s/%s" % (
         text, "matches" if answer_ok else "does not match", expect, where)})
+    if answer_ok and size_ok:
+        progress.stage("proof: decoding %d tokens at %s tokens of context" % (params["decode_tokens"], fmt(counted)))
+        result["decode"] = decode_at_context(client, prompt, params["decode_tokens"])
     failed = [c for c in checks if not c["ok"]]
     if failed:
         raise SmokeFailure("Smoke test failed: " + "; ".join(c["detail"] for c in failed))
@@ -833,6 +986,10 @@ def main():
             "filler": {"type": "str", "default": FOX_FILLER},
             "expect": {"type": "str"},
             "max_tokens": {"type": "int", "default": 32, "no_log": False},
+            "level": {"type": "str", "default": "full", "choices": ["full", "check"]},
+            "expect_pool_tokens": {"type": "int"},
+            "expect_context_length": {"type": "int"},
+            "decode_tokens": {"type": "int", "default": 16},
             "timeout": {"type": "int", "default": 900},
             "wait_ready": {"type": "int", "default": 300},
             "model": {"type": "str"},
@@ -843,7 +1000,8 @@ def main():
         supports_check_mode=True,
     )
     result = {"changed": False, "ok": False, "checks": [], "question": module.params["question"], "needle": None,
-              "context_target": module.params["context_target"]}
+              "context_target": module.params["context_target"], "level": module.params["level"], "escalated": None,
+              "decode": None}
     progress = Progress(module.params["progress_file"])
     try:
         run(module.params, result, progress)

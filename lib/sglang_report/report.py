@@ -9,6 +9,7 @@ import glob
 import html
 import json
 import os
+import re
 
 from .picture import curves, draw
 
@@ -76,17 +77,70 @@ def _difference(now, before):
             "change_pct": round((now - before) / before * 100, 2) if before else None}
 
 
+LAST_FULL_PROOF = ("full_at", "pool_tokens", "context_length", "prompt_tokens", "elapsed_s", "prefill_tokens_per_s",
+                   "decode")
+RESTORED_FLAGS = {"tp_size": "--tp-size", "pp_size": "--pp-size", "dp_size": "--dp-size",
+                  "context_target": "--context-length", "mem_fraction_static": "--mem-fraction-static",
+                  "max_total_tokens": "--max-total-tokens"}
+
+
+def restored_plan(restored, entries):
+    """A rollback has no plan of this run: the restored state's own (its manifest and its unit's flags), and
+    the calibration stored for its setup (tp/pp/dp and SGLang version), else {} for each."""
+    if not restored:
+        return {}, {}
+    flags = dict(restored.get("flags") or {})
+    for key, flag in RESTORED_FLAGS.items():  # the restored unit's own command line (quoted or not)
+        found = re.search(r'%s"?\s+"?([0-9.]+)' % re.escape(flag), restored.get("unit") or "")
+        if found and key not in flags:
+            flags[key] = found.group(1)
+    inputs = {k: _number(flags.get(k)) for k in RESTORED_FLAGS if flags.get(k) not in (None, "")}
+    inputs.setdefault("tp_size", 1)
+    inputs.setdefault("pp_size", 1)
+    inputs.setdefault("dp_size", 1)
+    if inputs.get("context_target") is None:
+        inputs["context_target"] = _number(restored.get("context_target"))
+    version = (restored.get("versions") or {}).get("sglang")
+    matches = [e for e in (entries or {}).values() if isinstance(e, dict)
+               and all(_number(e.get(k)) == inputs[k] for k in ("tp_size", "pp_size", "dp_size"))
+               and (version is None or e.get("sglang_version") == version)]
+    calibration = max(matches, key=lambda e: str(e.get("measured_at") or ""), default={})
+    return inputs, calibration
+
+
+def headline(report, facts):
+    """What this run measured, first: the pool the proof saw, the headroom SGLang logged after the pool (this
+    run's boot, else the boot of the calibration in use), and decode at the full context."""
+    proof, boot = report["proof"], facts.get("sglang_boot") or {}
+    if report["started_this_run"] and _number(boot.get("pool_end_avail_gib")) is not None:
+        headroom, source = _number(boot["pool_end_avail_gib"]), "this run's boot"
+    else:
+        headroom = _number(report["calibration"].get("headroom_gib"))
+        source = ("the calibration boot of %s" % report["calibration"].get("measured_at", "?")) \
+            if headroom is not None else None
+    decode = proof.get("decode") or (report.get("last_full_proof") or {}).get("decode") or {}
+    return {"pool_tokens": proof.get("pool_tokens"), "headroom_gib": headroom, "headroom_measured_at": source,
+            "proof_level": proof.get("level"), "tpot_ms": decode.get("tpot_ms"),
+            "accept_length": decode.get("accept_length"), "decode_context_tokens": decode.get("prompt_tokens")}
+
+
 def build_report(facts, generated_at, previous=None, previous_path=None):
     """report.json's content from the role's facts."""
     spec, plan = facts.get("sglang_kv_spec") or {}, facts.get("sglang_kv_plan_result") or {}
     boot, smoke = facts.get("sglang_boot") or {}, facts.get("sglang_smoke") or {}
     smoke = {k: v for k, v in smoke.items() if k not in ("invocation", "_ansible_no_log")}
+    level, record = facts.get("sglang_proof_level") or {}, facts.get("sglang_proof_record") or {}
+    restored_inputs, restored_calibration = restored_plan(facts.get("restored"), facts.get("calibration_entries"))
+    calibration = facts.get("calibration_in_use") or facts.get("_sglang_calibration_stored") or restored_calibration
+    starts = _number(facts.get("sglang_starts")) or 0
+    # Whether this run (re)started SGLang (the role's own fact; the start count of older facts otherwise).
+    started = facts["sglang_restarted_this_run"] if "sglang_restarted_this_run" in facts else starts > 0
     report = {
         "version": REPORT_VERSION,
         "host": facts.get("host"),
         "generated_at": generated_at,
         "plan": {
-            "inputs": {k: v for k, v in spec.items() if k != "model_config"},
+            "inputs": {k: v for k, v in spec.items() if k != "model_config"} or restored_inputs,
             "model_config_keys": sorted(spec.get("model_config") or {}),
             "calibration_source": facts.get("calibration_source"),
             **{k: plan.get(k) for k in (
@@ -95,18 +149,33 @@ def build_report(facts, generated_at, previous=None, previous_path=None):
                 "kv_cache_gib", "calibrated", "pre_load_avail_gib", "post_load_avail_gib", "args",
                 "explanation", "assumptions")},
         },
+        "restored": ({k: (facts.get("restored") or {}).get(k) for k in ("name", "plan", "calibrated", "created_at")}
+                     if facts.get("restored") else None),
         "boot": {k: boot.get(k) for k in ("pre_load_avail_gib", "post_load_avail_gib", "pool_tokens", "context_len",
                                           "max_running_requests", "ranks", "error", "invocation_id")},
-        "boot_wait_s": _get(facts, "sglang_ready", "elapsed_s"),
-        "calibration": facts.get("_sglang_calibration_stored") or {},
-        "restarts": {"starts": _number(facts.get("sglang_starts")) or 0,
+        # A run that started nothing waited for nothing: no boot time (the unit's age is not one).
+        "boot_wait_s": _get(facts, "sglang_ready", "elapsed_s") if started else None,
+        "started_this_run": bool(started),
+        "calibration": calibration or {},
+        "calibration_key": facts.get("calibration_key"),
+        "restarts": {"starts": starts,
                      "corrective": _number(facts.get("sglang_corrective_restarts")) or 0},
         "proof": {k: smoke.get(k) for k in (
             "ok", "pool_tokens", "context_length", "max_req_input_len", "prompt_tokens", "completion_tokens",
-            "completion", "elapsed_s", "ttft_s", "prefill_tokens_per_s", "checks", "msg")},
+            "completion", "elapsed_s", "ttft_s", "prefill_tokens_per_s", "checks", "msg", "level", "escalated",
+            "decode")},
+        "last_full_proof": {k: record.get(k) for k in LAST_FULL_PROOF} if record else None,
         "measured_boots": measured_boots(facts),
         "previous": None,
     }
+    if plan.get("explanation") is None and report["restored"]:
+        report["plan"]["explanation"] = report["restored"]["plan"]
+        report["plan"]["calibration_source"] = report["plan"]["calibration_source"] or (
+            "the restored state %s (%s)" % (report["restored"]["name"], "calibrated" if report["restored"]["calibrated"]
+                                            else "estimated"))
+    report["proof"]["level_reason"] = level.get("reason")
+    report["proof"]["last_full_at"] = level.get("last_full_at") or record.get("full_at")
+    report["headline"] = headline(report, facts)
     if previous:
         report["previous"] = {
             "path": previous_path,
@@ -173,8 +242,18 @@ def render_html(report, png):
                 ("--mem-fraction-static", _change(previous["mem_fraction_static"]))))))
     else:
         diff = "<p>No earlier report for this host.</p>"
+    head = report.get("headline") or {}
+    measured = "measured this run: pool %s tokens, headroom %s GiB (%s)%s; proof: %s" % (
+        _fmt(head.get("pool_tokens")), _fmt(head.get("headroom_gib")), _fmt(head.get("headroom_measured_at")),
+        (", decode %s ms per token at %s tokens of context%s" % (
+            _fmt(head["tpot_ms"]), _fmt(head.get("decode_context_tokens")),
+            ", accept length %s" % _fmt(head["accept_length"]) if head.get("accept_length") else ""))
+        if head.get("tpot_ms") is not None else "", _fmt(proof.get("level")))
+    decode = proof.get("decode") or {}
+    last = report.get("last_full_proof") or {}
     sections = [
         "<h1>%s</h1>" % html.escape(title),
+        '<p class="headline" id="headline">%s</p>' % html.escape(measured),
         '<p class="plan" id="explanation">%s</p>' % html.escape(_fmt(plan.get("explanation"))),
         image,
         "<h2>Plan</h2><table id=\"plan\">%s</table>" % _rows([
@@ -196,16 +275,25 @@ def render_html(report, png):
             ("P logged (GiB)", boot.get("pre_load_avail_gib")), ("A logged (GiB)", boot.get("post_load_avail_gib")),
             ("pool allocated (tokens)", boot.get("pool_tokens")), ("context", boot.get("context_len")),
             ("max running requests", boot.get("max_running_requests")), ("ranks", boot.get("ranks")),
-            ("boot time (s, unit start to ready)", report.get("boot_wait_s")),
+            ("boot time (s, unit start to ready)", report.get("boot_wait_s") if report.get("started_this_run")
+             else "no start this run"),
             ("starts this run", report["restarts"]["starts"]),
             ("corrective restarts", report["restarts"]["corrective"])]),
-        "<h2>Calibration</h2><table id=\"calibration\">%s</table>" % (_rows(sorted(report["calibration"].items()))
-                                                                     or "<tr><td>none stored</td></tr>"),
+        "<h2>Calibration in use</h2><p id=\"calibration-key\">%s</p><table id=\"calibration\">%s</table>" % (
+            html.escape(_fmt(report.get("calibration_key"))),
+            _rows(sorted(report["calibration"].items())) or "<tr><td>none stored</td></tr>"),
         "<h2>Proof</h2><table id=\"proof\">%s</table>" % _rows([
+            ("level", proof.get("level")), ("why", proof.get("escalated") or proof.get("level_reason")),
+            ("last full proof", proof.get("last_full_at")),
             ("passed", proof.get("ok")), ("pool (tokens)", proof.get("pool_tokens")),
             ("prompt (tokens, server-counted)", proof.get("prompt_tokens")),
             ("time to first token (s)", proof.get("ttft_s")), ("request (s)", proof.get("elapsed_s")),
-            ("prefill (tokens/s)", proof.get("prefill_tokens_per_s")), ("answer", proof.get("completion"))]),
+            ("prefill (tokens/s)", proof.get("prefill_tokens_per_s")), ("answer", proof.get("completion")),
+            ("decode (tokens)", decode.get("tokens")),
+            ("decode (ms per token, at the full context)", decode.get("tpot_ms")),
+            ("accept length (completion tokens / spec_verify_ct)", decode.get("accept_length")),
+            ("last full proof: prefill (tokens/s)", last.get("prefill_tokens_per_s")),
+            ("last full proof: decode (ms per token)", (last.get("decode") or {}).get("tpot_ms"))]),
         "<ul id=\"checks\">%s</ul>" % checks,
         "<h2>Since the previous report</h2>%s" % diff,
     ]

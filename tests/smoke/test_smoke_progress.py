@@ -53,11 +53,12 @@ def test_the_stages_of_a_proof_in_order(double):
         smoke.run({"url": url, "api_key": None, "timeout": 60, "validate_certs": True, "wait_ready": 30,
                    "min_pool_tokens": None, "context_target": 200000, "prompt_tokens": "20000", "model": None,
                    "stream": True, "filler": smoke.FOX_FILLER, "max_tokens": 32, "question": "needle",
-                   "expect": None}, result, stages)
+                   "expect": None, "decode_tokens": 8}, result, stages)
     lines = [line for line, _ in stages.seen]
     assert lines[:3] == ["proof: waiting for /health_generate", "proof: sizing the prompt to 20,000 tokens (pool "
                          "200,064)", "proof: prefill started, %s prompt tokens" % format(result["prompt_tokens"], ",")]
-    assert len(lines) == 4 and lines[3].startswith("proof: first token after 2.")
+    assert len(lines) == 5 and lines[3].startswith("proof: first token after 2.")
+    assert lines[4] == "proof: decoding 8 tokens at %s tokens of context" % format(result["prompt_tokens"], ",")
     assert lines[3].endswith(" prompt tokens/s), answering")
     assert stages.seen[3][1] == stages.seen[2][1]  # the clock of the request, not of the stage
     assert all(c["ok"] for c in result["checks"])

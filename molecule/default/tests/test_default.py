@@ -91,3 +91,26 @@ def test_the_run_left_a_report_on_the_controller():
     with open(reports[-1], encoding="utf-8") as handle:
         report = json.load(handle)
     assert report["plan"]["max_total_tokens"] == PIN and report["proof"]["pool_tokens"] == PIN
+
+
+def test_the_last_full_proof_is_recorded_for_the_next_run(host):
+    # side_effect.yml's last run found the record eight months old and proved in full again: the record is that
+    # proof's, of the process serving now, with decode at the full context and the draft's accept length.
+    record_file = host.file("/var/backups/sglang/last-full-proof.json")
+    assert record_file.user == "root" and record_file.mode == 0o600
+    record = json.loads(record_file.content_string)
+    assert not record["full_at"].startswith("2026-01-01")
+    assert record["process"]["invocation_id"] == host.service(UNIT).systemd_properties["InvocationID"]
+    assert record["pool_tokens"] == PIN and record["prompt_tokens"] >= 190_000
+    assert record["decode"]["tokens"] == 16 and record["decode"]["spec_verify_ct"] > 0
+    assert record["decode"]["accept_length"] == pytest.approx(16 / record["decode"]["spec_verify_ct"], abs=0.001)
+
+
+def test_the_last_report_says_which_proof_ran_and_what_decode_measured():
+    reports = sorted(glob.glob(os.path.join(os.environ["MOLECULE_PROJECT_DIRECTORY"], "reports", "ct200-sim", "*",
+                                            "report.json")))
+    with open(reports[-1], encoding="utf-8") as handle:
+        report = json.load(handle)
+    assert report["proof"]["level"] == "full" and "days old" in report["proof"]["level_reason"]
+    assert report["proof"]["decode"]["tpot_ms"] is not None and report["headline"]["accept_length"] > 1
+    assert report["boot_wait_s"] is None  # that run started nothing

@@ -1,6 +1,7 @@
 """SGLang's HTTP API, as the TEST DOUBLE serves it (shapes from SGLang 0.4.6 "old" and 0.5.9+ "new")."""
 
 import json
+import math
 import re
 import threading
 import time
@@ -36,6 +37,10 @@ class Server:
         self.new_api = gpu.get("api", "new") != "old"
         self.running = 0  # requests between arrival and answer (the scheduler's running batch)
         self.running_lock = threading.Lock()
+        # /metrics counters (0.5.23 observability/metrics_collector.py: sglang:prompt_tokens_total and
+        # sglang:generation_tokens_total, counted per finished request; /health_generate passes
+        # log_metrics=False and is not counted)
+        self.prompt_tokens_total = self.generation_tokens_total = 0
 
     # -- the scheduler's view -------------------------------------------------------------------
     def server_info(self):
@@ -64,16 +69,51 @@ class Server:
                            "token_usage": 0.0, "gen_throughput": 0.0, "cache_hit_rate": 0.0, "utilization": 0.0,
                            "total_prefill_uncached_tokens": 0, "total_prefill_busy_us": 0}]}
 
-    def generate(self, prompt, max_new_tokens):
+    def generate(self, prompt, max_new_tokens, ignore_eos=False, log_metrics=True, stream=False):
+        """(prompt tokens, output pieces, finish reason, decode seconds per token); stream: the caller paces decode."""
         with self.running_lock:
             self.running += 1
         try:
-            return self._generate(prompt, max_new_tokens)
+            n, out, finish, step = self._generate(prompt, max_new_tokens, ignore_eos, stream)
         finally:
             with self.running_lock:
                 self.running -= 1
+        if log_metrics:
+            with self.running_lock:
+                self.prompt_tokens_total += n
+                self.generation_tokens_total += len(out)
+        return n, out, finish, step
 
-    def _generate(self, prompt, max_new_tokens):
+    def decode_step(self, prompt_tokens):
+        """Seconds per output token: decode_seconds_per_token, plus decode_seconds_per_1k_context for each 1,000
+        tokens of context (attention reads the whole KV of the request at every step: slower near the target)."""
+        return float(self.gpu["decode_seconds_per_token"]) + \
+            float(self.gpu.get("decode_seconds_per_1k_context") or 0.0) * prompt_tokens / 1000.0
+
+    def spec_meta(self, completion_tokens):
+        """/generate's per-request speculative counters, as 0.5.23 managers/tokenizer_manager.py
+        _calculate_spec_decoding_metrics adds them when a draft runs: spec_verify_ct (verify passes; each
+        accepts some drafts plus one bonus token), spec_accept_length = completion_tokens / spec_verify_ct.
+        The double's drafts are accepted at the simulated spec_accept_length (default 3.0)."""
+        if not getattr(self.args, "speculative_algorithm", None) or completion_tokens <= 0:
+            return {}
+        accept = max(1.0, float(self.gpu.get("spec_accept_length") or 3.0))
+        verify_ct = max(1, int(math.ceil(completion_tokens / accept)))
+        proposed = verify_ct * (max(2, int(getattr(self.args, "speculative_num_draft_tokens", None) or 2)) - 1)
+        correct = completion_tokens - verify_ct
+        return {"spec_accept_rate": correct / float(proposed), "spec_accept_length": completion_tokens / verify_ct,
+                "spec_num_correct_drafts": correct, "spec_num_proposed_drafts": proposed, "spec_verify_ct": verify_ct}
+
+    def metrics(self):
+        """Prometheus text, the two token counters of 0.5.23's /metrics (with --enable-metrics)."""
+        labels = '{model_name="%s"}' % self.model_name
+        return ("# HELP sglang:prompt_tokens_total Number of prefill tokens processed.\n"
+                "# TYPE sglang:prompt_tokens_total counter\nsglang:prompt_tokens_total%s %.1f\n"
+                "# HELP sglang:generation_tokens_total Number of generation tokens processed.\n"
+                "# TYPE sglang:generation_tokens_total counter\nsglang:generation_tokens_total%s %.1f\n"
+                % (labels, self.prompt_tokens_total, labels, self.generation_tokens_total)).encode()
+
+    def _generate(self, prompt, max_new_tokens, ignore_eos=False, stream=False):
         """Validate as TokenizerManager and Scheduler do, 'prefill' at the simulated speed, answer."""
         ids = prompt if isinstance(prompt, list) else tokenize(prompt)
         n, ctx = len(ids), self.state["context_len"]
@@ -94,9 +134,13 @@ class Server:
         if self.gpu.get("visible_tokens"):  # a server that silently drops early context (a fault to inject)
             text = "".join(pieces(text)[-int(self.gpu["visible_tokens"]):])
         out = pieces(answer_text(text))[:max_new_tokens]
-        time.sleep(len(out) * float(self.gpu["decode_seconds_per_token"]))
+        if ignore_eos:  # sampling_params.ignore_eos: SGLang decodes up to max_new_tokens past the end of the answer
+            out += [" and"] * (max_new_tokens - len(out))
+        step = self.decode_step(n)
+        if not stream:
+            time.sleep(len(out) * step)
         finish = "stop" if len(out) < max_new_tokens else "length"
-        return n, out, finish
+        return n, out, finish, step
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -144,7 +188,7 @@ class Handler(BaseHTTPRequestHandler):
             if not app.ready:
                 return self._send(503)
             if path == "/health_generate":
-                app.generate([0], 1)
+                app.generate([0], 1, log_metrics=False)
             return self._send(200)
         if path == "/get_server_info" or (path == "/server_info" and app.new_api):
             return self._send(200, app.server_info())
@@ -153,6 +197,8 @@ class Handler(BaseHTTPRequestHandler):
                                     "is_generation": True})
         if path == "/v1/loads" and app.new_api:
             return self._send(200, app.loads())
+        if path == "/metrics" and getattr(app.args, "enable_metrics", False):
+            return self._send(200, app.metrics(), "text/plain; version=0.0.4; charset=utf-8")
         if path == "/v1/models":
             return self._send(200, {"object": "list", "data": [{
                 "id": app.model_name, "object": "model", "created": int(time.time()), "owned_by": "sglang",
@@ -176,18 +222,43 @@ class Handler(BaseHTTPRequestHandler):
         if path == "/v1/completions":
             return self._completions(body)
         if path == "/generate":
-            params = body.get("sampling_params") or {}
-            try:
-                n, out, finish = app.generate(body.get("input_ids") or body.get("text", ""),
-                                              params.get("max_new_tokens", 128))
-            except BadRequest as error:
-                return self._send(400, {"error": {"message": str(error)}})
-            return self._send(200, {"text": "".join(out), "output_ids": tokenize("".join(out), False), "meta_info": {
-                "id": uuid.uuid4().hex, "finish_reason": {"type": finish}, "prompt_tokens": n,
-                "completion_tokens": len(out), "cached_tokens": 0}})
+            return self._generate(body)
         if path == "/flush_cache":
             return self.do_GET()
         self._send(404, {"detail": "Not Found"})
+
+    def _generate(self, body):
+        """/generate: one JSON object, or with stream=true "data: {...}" events whose text and meta_info are
+        cumulative (0.5.23 entrypoints/http_server.py generate_request), then "data: [DONE]"."""
+        app, params = self.app, body.get("sampling_params") or {}
+        stream = bool(body.get("stream"))
+        try:
+            n, out, finish, step = app.generate(body.get("input_ids") or body.get("text", ""),
+                                                params.get("max_new_tokens", 128), bool(params.get("ignore_eos")),
+                                                stream=stream)
+        except BadRequest as error:
+            return self._send(400, {"error": {"message": str(error)}})
+        rid = uuid.uuid4().hex
+
+        def event(count, done):
+            meta = {"id": rid, "finish_reason": {"type": finish} if done else None, "prompt_tokens": n,
+                    "completion_tokens": count, "cached_tokens": 0}
+            if done:
+                meta.update(app.spec_meta(count))
+            text = "".join(out[:count])
+            return {"text": text, "output_ids": tokenize(text, False), "meta_info": meta}
+        if not stream:
+            return self._send(200, event(len(out), True))
+        self.send_response(200)
+        self.send_header("content-type", "text/event-stream")
+        self.send_header("connection", "close")
+        self.end_headers()
+        for count in range(1, len(out) + 1):
+            time.sleep(step)
+            self.wfile.write(b"data: " + json.dumps(event(count, count == len(out))).encode() + b"\n\n")
+            self.wfile.flush()
+        self.wfile.write(b"data: [DONE]\n\n")
+        self.close_connection = True
 
     def _completions(self, body):
         app = self.app
@@ -195,7 +266,7 @@ class Handler(BaseHTTPRequestHandler):
         if isinstance(prompt, list) and prompt and isinstance(prompt[0], str):
             prompt = prompt[0]
         try:
-            n, out, finish = app.generate(prompt, int(body.get("max_tokens", 16)))
+            n, out, finish, _ = app.generate(prompt, int(body.get("max_tokens", 16)))
         except BadRequest as error:
             return self._openai_error(str(error))
         rid, created = "cmpl-" + uuid.uuid4().hex, int(time.time())

@@ -1,0 +1,95 @@
+"""The proof level (lib/sglang_state/proof_level.py): full on any change or when old, else the cheap check."""
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from sglang_state import ProofLevelError, proof_level, proof_record
+
+NOW = datetime(2026, 12, 1, 9, 0, tzinfo=UTC)
+FILES = {"sglang.service": "aa", "sglang.env": "bb", "sglang.yaml": "cc"}
+PROCESS = {"invocation_id": "1f2e", "main_pid": "4242", "exec_main_start": "Tue 2026-12-01 08:00:00 UTC"}
+VERSIONS = {"sglang": "0.5.23", "ddtree-kernels": "0.3.1"}
+SMOKE = {"pool_tokens": 200064, "context_length": 200000, "prompt_tokens": 196004}
+
+
+def live(**changes):
+    state = {"entry": "20261201T080000000000Z", "files": dict(FILES), "process": dict(PROCESS),
+             "versions": dict(VERSIONS), "context_target": 200000}
+    state.update(changes)
+    return state
+
+
+def record(days_ago=1.0, **changes):
+    made = proof_record(live(), SMOKE, at=(NOW - timedelta(days=days_ago)).isoformat(timespec="seconds"))
+    made.update(changes)
+    return made
+
+
+def test_nothing_changed_is_a_check_that_expects_the_proven_pool_and_context():
+    got = proof_level(live(), record(), now=NOW)
+    assert got["level"] == "check"
+    assert got["expect"] == {"pool_tokens": 200064, "context_length": 200000}
+    assert got["last_full_at"] == "2026-11-30T09:00:00+00:00" and "2026-11-30T09:00:00+00:00" in got["reason"]
+
+
+@pytest.mark.parametrize(("live_changes", "reason"), [
+    ({"changed_this_run": True}, "changed the unit"),
+    ({"restarted_this_run": True}, "(re)started"),
+    ({"runtime_changed": True}, "changed the virtualenv"),
+    ({"entry": None}, "match no entry"),
+    ({"entry": "20261101T000000000000Z"}, "not the proven ones"),
+    ({"files": dict(FILES, **{"sglang.yaml": "dd"})}, "not the proven ones"),
+    ({"process": dict(PROCESS, invocation_id="9e9e")}, "InvocationID 1f2e -> 9e9e"),
+    ({"process": dict(PROCESS, main_pid="5151")}, "MainPID 4242 -> 5151"),
+    ({"process": dict(PROCESS, main_pid="0")}, "not running"),
+    ({"versions": dict(VERSIONS, sglang="0.5.24")}, "sglang 0.5.23 -> 0.5.24"),
+    ({"context_target": 150000}, "context target is 150000"),
+])
+def test_any_difference_from_the_proven_state_asks_for_the_full_proof_and_says_which(live_changes, reason):
+    got = proof_level(live(**live_changes), record(), now=NOW)
+    assert got["level"] == "full" and reason in got["reason"], got
+    assert got["expect"] == {}
+
+
+def test_asked_for_full_is_full_even_when_nothing_changed():
+    got = proof_level(live(), record(), asked="full", now=NOW)
+    assert got == {"level": "full", "reason": "asked for (sglang_proof=full)",
+                   "last_full_at": "2026-11-30T09:00:00+00:00", "expect": {}}
+
+
+def test_never_proven_is_full():
+    for nothing in (None, {}):
+        got = proof_level(live(), nothing, now=NOW)
+        assert got["level"] == "full" and "no full proof recorded" in got["reason"] and got["last_full_at"] is None
+
+
+def test_a_proof_older_than_the_knob_is_repeated_in_full():
+    assert proof_level(live(), record(days_ago=6.9), now=NOW)["level"] == "check"
+    got = proof_level(live(), record(days_ago=7.5), now=NOW)
+    assert got["level"] == "full" and "7.5 days old" in got["reason"] and "sglang_reprove_after_days=7" in got["reason"]
+    assert proof_level(live(), record(days_ago=2), reprove_after_days=1, now=NOW)["level"] == "full"
+    assert proof_level(live(), record(days_ago=0.01), reprove_after_days=0, now=NOW)["level"] == "full"
+
+
+def test_a_record_of_another_format_or_with_an_unreadable_time_is_full():
+    assert "format 0" in proof_level(live(), record(format=0), now=NOW)["reason"]
+    assert "cannot be read" in proof_level(live(), record(full_at="yesterday"), now=NOW)["reason"]
+
+
+@pytest.mark.parametrize(("asked", "days", "named"), [
+    ("check", 7, "sglang_proof is 'check'"), ("FULL", 7, "sglang_proof"),
+    ("auto", -1, "sglang_reprove_after_days is -1"), ("auto", "weekly", "sglang_reprove_after_days is 'weekly'"),
+    ("auto", True, "sglang_reprove_after_days is True"),
+])
+def test_bad_knobs_are_refused_by_name_with_the_fix(asked, days, named):
+    with pytest.raises(ProofLevelError, match="give") as caught:
+        proof_level(live(), record(), asked=asked, reprove_after_days=days, now=NOW)
+    assert named in str(caught.value)
+
+
+def test_the_record_holds_what_the_next_decision_compares():
+    made = proof_record(live(), SMOKE, at="2026-12-01T09:00:00+00:00")
+    assert made["entry"] == live()["entry"] and made["files"] == FILES and made["process"] == PROCESS
+    assert made["versions"] == VERSIONS and made["pool_tokens"] == 200064 and made["context_length"] == 200000
+    assert made["full_at"] == "2026-12-01T09:00:00+00:00"
+    assert proof_record(live(), SMOKE)["full_at"].startswith(str(datetime.now(UTC).year))
