@@ -161,6 +161,9 @@ def _check_value(key, kind, value):
         raise KVPlanError("%s: %s is beyond any real GPU or checkpoint (at most %s); set the %s it really has "
                           "(nvidia-smi memory.total in MiB for gpu_memory_mib)."
                           % (_where(key), _short(value), format(limit, ","), _what(key)))
+    if key == "gpu_memory_mib" and number < MIN_GPU_MIB:
+        raise KVPlanError("%s: %s MiB is less than any GPU SGLang serves from (at least %s); set the GPU's "
+                          "nvidia-smi memory.total in MiB." % (_where(key), _short(value), format(MIN_GPU_MIB, ",")))
     if kind == "fraction" and not 0.0 < number < 1.0:
         raise KVPlanError("%s: expected a fraction between 0 and 1 (e.g. 0.9), got %r."
                           % (_where(key), value))
@@ -178,6 +181,7 @@ def _check_value(key, kind, value):
 # Bounds no server reaches: beyond them a number is a typo, and the planner's float arithmetic would overflow.
 MAX_NUMBER = 1 << 40
 MAX_GPU_MIB = 1 << 24  # 16 TiB per GPU
+MIN_GPU_MIB = 256  # below that not even a CUDA context fits
 
 
 def _short(value):

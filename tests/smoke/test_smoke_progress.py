@@ -152,11 +152,12 @@ def test_a_missing_results_file_is_named(tmp_path):
     assert "async and poll: 0" in out["msg"]
 
 
-# --- smoke.yml's own tasks, through ansible-playbook with the repository's ansible.cfg and callbacks ---
+# --- prove.yml's own tasks, through ansible-playbook with the repository's ansible.cfg and callbacks ---
 
 def smoke_tasks():
-    """The block of roles/sglang/tasks/smoke.yml that runs the proof, with its vars, as written."""
-    with open(os.path.join(REPO, "roles", "sglang", "tasks", "smoke.yml"), encoding="utf-8") as handle:
+    """The block of roles/sglang/tasks/prove.yml (the role's proof, run from smoke.yml) that runs the proof, with
+    its vars, as written."""
+    with open(os.path.join(REPO, "roles", "sglang", "tasks", "prove.yml"), encoding="utf-8") as handle:
         tasks = yaml.safe_load(handle)
     block = next(task for task in tasks if "rescue" in task)
     return block["block"], block["vars"]
@@ -171,7 +172,9 @@ def run_proof(tmp_path, url, **overrides):
         defaults.update(yaml.safe_load(handle))  # the role's own vars (this host's node rank, ...)
     host, port = url.rsplit("//", 1)[1].split(":")
     play_vars = dict(defaults, _sglang_local_address=host, sglang_port=int(port), sglang_api_key="",
-                     sglang_ready_timeout=60, sglang_smoke_timeout=60, **overrides)
+                     sglang_ready_timeout=60, sglang_smoke_timeout=60,
+                     # the full proof, as prove.yml's decision gives it after a change
+                     _sglang_proof_level={"level": "full", "reason": "this run changed the files"}, **overrides)
     play = [{"name": "The proof as smoke.yml runs it", "hosts": "localhost", "connection": "local",
              "gather_facts": False, "vars": play_vars,
              "tasks": [{"name": "Prove", "vars": block_vars, "block": tasks},
@@ -209,7 +212,7 @@ def test_smoke_yml_fails_with_the_modules_message_at_the_next_try(double, tmp_pa
         took = time.monotonic() - began
     assert proc.returncode != 0
     assert "The KV pool holds 200,064 tokens" in proc.stdout and "under the 300,000 required" in proc.stdout
-    assert "TASK [Collect the smoke test's result]" in proc.stdout
+    assert "TASK [Collect the full proof's result]" in proc.stdout
     assert took < 60  # not the loop's retries: the next try sees the job ended
 
 
