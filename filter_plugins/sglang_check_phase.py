@@ -84,16 +84,18 @@ class _Once:
         return self._seen[host]
 
 
-def plan_host(host, hostvars, knobs, measured=None):
+def plan_host(host, hostvars, knobs, measured=None, own=None):
     """{spec, plan, node, server} for `host` (lib/sglang_checks/planspec.py), or {error: the planner's sentence}.
 
-    knobs: this host's planner knobs, defaults applied (planspec.KNOBS); the other nodes of its server are read
-    from hostvars (their GPU facts and stored calibration, else their inventory's sglang_gpu_memory_mib and
-    sglang_calibration)."""
+    knobs: this host's planner knobs, defaults applied (planspec.KNOBS); own: this host's nvidia_gpu and
+    _sglang_calibration_in_use as the role sees them (a re-plan passes the measured calibration as a task
+    variable, which hostvars do not hold), else its hostvars; the other nodes of its server are read from hostvars
+    (their GPU facts and stored calibration, else their inventory's sglang_gpu_memory_mib and sglang_calibration)."""
     try:
         nodes = knobs.get("sglang_nodes") or [host]
         per_node = [planspec.node_inputs(node, knobs if node == host else hostvars[node],
-                                         hostvars[node] if node in hostvars else {}) for node in nodes]
+                                         (own if own is not None else hostvars[host]) if node == host
+                                         else hostvars[node] if node in hostvars else {}) for node in nodes]
         rank0 = nodes[0]
         address = hostvars[rank0].get("ansible_host", rank0) if rank0 in hostvars else rank0
         spec, server, node = planspec.spec(host, knobs, per_node, address, measured)

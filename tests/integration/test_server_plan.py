@@ -139,3 +139,16 @@ def test_each_node_of_a_deploy_plans_the_same_pool_from_every_nodes_facts(tmp_pa
         assert ("--max-total-tokens %d " % pool) in args
         assert args.endswith("--nnodes 2 --node-rank %d --dist-init-addr 10.0.0.1:20000 --dist-timeout 300" % rank)
         assert explanation.endswith("calibrated (P 70.000 GiB, A 50.000 GiB), limited by node ct400-b")
+
+
+def test_a_replan_takes_the_calibration_it_is_given_as_a_task_variable(tmp_path):
+    # calibrate.yml re-plans with include_tasks' vars (_sglang_calibration_in_use = what the boot measured),
+    # which hostvars do not hold: the plan must use that calibration, not the inventory's.
+    play = [{"hosts": "ct200", "connection": "local", "gather_facts": False, "tasks": [
+        {"ansible.builtin.include_role": {"name": "sglang", "tasks_from": "plan"},
+         "vars": {"_sglang_calibration_in_use": {"pre_load_avail_gib": 85.334, "post_load_avail_gib": 12.0}}}]}]
+    path = tmp_path / "replan.yml"
+    path.write_text(yaml.safe_dump(play))
+    result = run(str(path), "-e", "ansible_host=192.0.2.1")
+    assert result.returncode != 0, result.stdout
+    assert "context_target 200,000 does not fit" in result.stdout, result.stdout
