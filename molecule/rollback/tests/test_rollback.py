@@ -14,7 +14,8 @@ def read(host, path):
 
 
 def entries(host):
-    names = host.check_output("ls %s" % STORE).split()
+    # the store's entries are its folders (the last full proof's record, last-full-proof.json, sits beside them)
+    names = host.check_output("find %s -mindepth 1 -maxdepth 1 -type d -printf '%%f\\n'" % STORE).split()
     return {name: json.loads(read(host, "%s/%s/backup.json" % (STORE, name))) for name in names}
 
 
