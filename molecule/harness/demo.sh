@@ -9,7 +9,7 @@
 # docker instead: `systemctl stop docker docker.socket`).
 #
 #   molecule/harness/demo.sh              # converge (`make demo`); run it again for the idempotent re-run
-#   molecule/harness/demo.sh plan         # the plan for the demo host, connecting to nothing (`make demo-plan`)
+#   molecule/harness/demo.sh plan         # the demo host's plan with the calibration it stored (`make demo-plan`)
 #   molecule/harness/demo.sh rollback ... # playbooks/rollback.yml on the demo host (`make demo-rollback`),
 #                                         # e.g. `... rollback -e sglang_rollback_list=true`
 # `make demo-clean` removes the instance.
@@ -26,6 +26,20 @@ if [ "${1:-}" = plan ] || [ "${1:-}" = rollback ]; then
   export MOLECULE_PROJECT_DIRECTORY="$REPO"
   if [ "$what" = rollback ] && ! docker inspect ct200-sim >/dev/null 2>&1; then
     echo "demo: no demo instance (ct200-sim); run \`make demo\` first"; exit 1
+  fi
+  if [ "$what" = plan ] && docker inspect ct200-sim >/dev/null 2>&1; then
+    # The calibration the demo host stored (its newest boot's P and A, /etc/ansible/facts.d), read through Docker
+    # as a real host's would be read from its host_vars: the plan then says "calibrated", as ct200's does.
+    stored=$(docker exec ct200-sim cat /etc/ansible/facts.d/sglang_calibration.fact 2>/dev/null || true)
+    if [ -n "$stored" ]; then
+      calibration=$(python3 -c 'import json, sys
+entries = json.load(sys.stdin).get("entries") or {}
+newest = max(entries.values(), key=lambda e: e.get("measured_at", ""), default=None)
+if newest:
+    print(json.dumps({"sglang_calibration": {k: newest[k] for k in ("pre_load_avail_gib", "post_load_avail_gib")}}))
+' <<<"$stored")
+      [ -n "$calibration" ] && { echo "demo: the demo host's stored calibration: $calibration"; set -- -e "$calibration" "$@"; }
+    fi
   fi
   exec ansible-playbook -i "$HERE/demo-inventory" "playbooks/$what.yml" -l ct200-sim "$@"
 fi
