@@ -9,7 +9,7 @@
   {{ sglang_nodes | sglang_kv_server_node(inventory_hostname[, tp, pp]) }}  {nnodes, node_rank, nodes, rank0}
   {{ per_node | sglang_kv_server_inputs }}   the least GPU memory and calibration over a server's nodes (server.py)
 
-The spec's keys are documented in the README ("How the plan is computed").
+The spec's keys are the knobs without `sglang_` (docs/variables.md); docs/planner.md describes the filters.
 """
 
 import os
