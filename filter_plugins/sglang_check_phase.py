@@ -104,7 +104,7 @@ def plan_host(host, hostvars, knobs, measured=None, own=None):
         return {"error": "%s: %s" % (host, error)}
 
 
-def plan_knobs(_=None):
+def plan_knobs(ignored=None):
     """The knobs plan.yml hands to sglang_plan_host (planspec.KNOBS)."""
     return list(planspec.KNOBS)
 

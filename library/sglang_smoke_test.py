@@ -824,14 +824,14 @@ def check_proof(params, result, progress, client, server):
     result.update(question="needle", needle=needle, expect=expect)
     progress.stage("proof (check): one short prompt")
     prompt = NEEDLE_HEAD % needle + NEEDLE_TAIL.lstrip()
-    text, usage, elapsed, _ = long_request(client, params["model"] or model, prompt, params["max_tokens"], False)
+    text, usage, elapsed, _ttft = long_request(client, params["model"] or model, prompt, params["max_tokens"], False)
     counted = int(usage["prompt_tokens"])
     result.update(prompt_tokens=counted, completion_tokens=int(usage.get("completion_tokens") or 0),
                   completion=text, elapsed_s=round(elapsed, 3), ttft_s=None, prefill_tokens_per_s=None)
     if counted > CHECK_PROMPT_MAX:
         raise SmokeFailure("The check's short prompt counted %d tokens, over its %d; the server's tokenizer is not "
-                           "what the check expects: run the full proof (sglang_proof=full)." % (counted,
-                                                                                               CHECK_PROMPT_MAX))
+                           "what the check expects: run the full proof (sglang_proof=full)."
+                           % (counted, CHECK_PROMPT_MAX))
     if not answer_matches(expect, text):
         raise CheckDifference("the short prompt's answer %r does not match /%s/" % (text, expect))
     checks.append({"name": "answer", "ok": True, "detail": "a %d-token prompt answered %r in %.2f s"
@@ -987,9 +987,9 @@ def main():
             "expect": {"type": "str"},
             "max_tokens": {"type": "int", "default": 32, "no_log": False},
             "level": {"type": "str", "default": "full", "choices": ["full", "check"]},
-            "expect_pool_tokens": {"type": "int"},
+            "expect_pool_tokens": {"type": "int", "no_log": False},
             "expect_context_length": {"type": "int"},
-            "decode_tokens": {"type": "int", "default": 16},
+            "decode_tokens": {"type": "int", "default": 16, "no_log": False},
             "timeout": {"type": "int", "default": 900},
             "wait_ready": {"type": "int", "default": 300},
             "model": {"type": "str"},

@@ -59,8 +59,8 @@ def resolve(arg, table):
     if arg.startswith("--"):
         matches = sorted(name for name in table if name.startswith(head))
     else:  # one dash: a short option with its value attached (-hX), or a prefix of a one-dash option
-        matches = sorted(name for name in table if name == arg[:2] or (name.startswith(arg) and
-                                                                           not name.startswith("--")))
+        matches = sorted(name for name in table
+                         if name == arg[:2] or (name.startswith(arg) and not name.startswith("--")))
     if len(matches) == 1:
         return "option", table[matches[0]]
     if len(matches) > 1:

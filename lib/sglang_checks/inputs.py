@@ -176,7 +176,8 @@ def release_refusals(host, variables, roles, rules_for):
             % (host, branch, version, rules_name, rules["torch"], rules["torch_cuda"], rules["min_driver_branch"],
                rules["min_driver_branch"]))
     cuda = str(value(variables, roles, "cuda_version"))
-    if value(variables, roles, "sglang_kernel_sources") and cuda.split(".")[0] != rules["torch_cuda"].split(".")[0]:
+    major = rules["torch_cuda"].split(".", maxsplit=1)[0]
+    if value(variables, roles, "sglang_kernel_sources") and cuda.split(".", maxsplit=1)[0] != major:
         refusals.append(
             "%s: cuda_version is %s, but kernels built from source (sglang_kernel_sources) need the CUDA major of "
             "SGLang %s's torch (%s, CUDA %s). Set cuda_version to %s, or pin an older sglang_version."

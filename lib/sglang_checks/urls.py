@@ -10,7 +10,7 @@ def url_host(host):
     if host.startswith("[") and host.endswith("]"):
         return host
     try:
-        address = ipaddress.ip_address(host.split("%")[0])
+        address = ipaddress.ip_address(host.split("%", maxsplit=1)[0])
     except ValueError:
         return host
     return "[%s]" % host if address.version == 6 else host

@@ -52,8 +52,6 @@ CONTROLLER_FORBIDDEN = ("/proc", "/sys", "/dev", "/run", "/boot", "/bin", "/sbin
                         "/etc", "/usr", "/var/lib", "/var/log", "/var/spool")
 
 
-
-
 def environment(value):
     """The env file's variables: names as a shell writes them, values without a line break (systemd's
     EnvironmentFile= reads one variable per line; the template quotes each value)."""
@@ -85,8 +83,8 @@ def speculative(value):
                        ("num_steps", lambda v: integer(v, 1, 64, none_ok=True)),
                        ("eagle_topk", lambda v: integer(v, 1, 64, none_ok=True)),
                        ("num_draft_tokens", lambda v: integer(v, 1, 1024, none_ok=True)),
-                       ("algorithm", optional(pattern(re.compile(r"^[A-Za-z0-9_]{1,32}$"), "an algorithm name",
-                                                        "DFLASH or EAGLE3")))):
+                       ("algorithm", optional(pattern(re.compile(r"^[A-Za-z0-9_]{1,32}$"),
+                                                      "an algorithm name", "DFLASH or EAGLE3")))):
         if key in value and value[key] not in (None, ""):
             try:
                 check(value[key])
@@ -131,8 +129,8 @@ def _checks(variables):
         "sglang_server_name": pattern(SERVER_NAME, "a name of letters, digits, . _ - (no / or ..)", "ct200"),
         "sglang_service_name": pattern(UNIT_NAME, "a unit name of letters, digits, . _ -", "sglang"),
         "sglang_user": _user,
-        "sglang_served_model_name": optional(pattern(SERVED_NAME, "a model name of letters, digits, . _ : / @ + -",
-                                                      "kimi-k2.6")),
+        "sglang_served_model_name": optional(pattern(SERVED_NAME,
+                                                     "a model name of letters, digits, . _ : / @ + -", "kimi-k2.6")),
         "sglang_host": host_address, "sglang_dist_init_host": lambda v: host_address(v, empty_ok=True),
         "sglang_port": port, "sglang_dist_init_port": port,
         "sglang_api_key": secret, "sglang_hf_token": secret,
@@ -308,6 +306,6 @@ def refusals(host: str, variables: Mapping[str, Any]) -> list[str]:
 
 def _sentence(host, knob, value, refusal):
     if refusal.item is not None:
-        return "%s: %s holds %s: it %s; %s." % (host, knob, show(refusal.item, knob in SECRETS), refusal.problem,
-                                               refusal.fix)
+        return "%s: %s holds %s: it %s; %s." % (
+            host, knob, show(refusal.item, knob in SECRETS), refusal.problem, refusal.fix)
     return "%s: %s is %s: it %s; %s." % (host, knob, show(value, knob in SECRETS), refusal.problem, refusal.fix)

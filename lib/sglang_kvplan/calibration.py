@@ -7,6 +7,8 @@ pool, enough to plan a hair short. The pool it logged at a known fraction pins A
 --max-total-tokens says nothing about the profile, so then the logged A is kept as it is.
 """
 
+import math
+
 from .memory import GIB, draft_loads_before_profile, mm_reserve_gib, pool_tokens
 from .model import cell_bytes
 from .pages import pool_page
@@ -68,15 +70,15 @@ def _number(boot, key):
         value = float(boot[key])
     except (TypeError, ValueError):
         raise KVPlanError("boot: %s must be a number read from SGLang's log, got %r." % (key, boot[key])) from None
-    if value != value or value in (float("inf"), float("-inf")):
+    if not math.isfinite(value):
         raise KVPlanError("boot: %s must be a finite number, got %r." % (key, boot[key]))
     return value
 
 
 def _draft_weights(boot):
     """(GiB >= 0, raw) of the draft's load: raw is [before, after] as logged, or the given difference."""
-    if boot.get("draft_pre_load_avail_gib") not in (None, "") and boot.get("draft_post_load_avail_gib") not in (None,
-                                                                                                           ""):
+    draft_pair = (boot.get("draft_pre_load_avail_gib"), boot.get("draft_post_load_avail_gib"))
+    if all(v not in (None, "") for v in draft_pair):
         before, after = _number(boot, "draft_pre_load_avail_gib"), _number(boot, "draft_post_load_avail_gib")
         return max(before - after, 0.0), [before, after]
     if boot.get("draft_weights_gib") not in (None, ""):

@@ -19,8 +19,9 @@ cp "$repo"/library/*.py "$coll/plugins/modules/"
 cp "$repo"/module_utils/*.py "$coll/plugins/module_utils/"
 cp "$repo"/filter_plugins/* "$coll/plugins/filter/"
 cp "$repo"/callback_plugins/*.py "$coll/plugins/callback/"
-# filter_plugins/sglang_kv.py finds the planner in ../lib, next to its own folder: plugins/lib here.
-cp -r "$repo/lib/sglang_kvplan" "$coll/plugins/lib/"
+# The filters find lib/ (the planner, the checks, the proof levels) in ../lib, next to their own folder:
+# plugins/lib here. (lib/sglang_report draws pictures on the controller through a command, not a plugin.)
+for package in sglang_kvplan sglang_checks sglang_state; do cp -r "$repo/lib/$package" "$coll/plugins/lib/"; done
 find "$coll" -name __pycache__ -prune -exec rm -rf {} +
 sed -i -E 's/^from ansible\.module_utils\.(sglang_[a-z_]+) import/from ansible_collections.sglang.longctx.plugins.module_utils.\1 import/' \
   "$coll"/plugins/modules/*.py "$coll"/plugins/module_utils/*.py
