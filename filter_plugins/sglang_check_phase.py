@@ -172,6 +172,11 @@ def plan_summary(servers, pictures, plans):
     return {"lines": lines, "disagree": disagree}
 
 
+def gpus_per_node(tp_size, pp_size=1, dp_size=1, enable_dp_attention=False, nnodes=1):
+    """GPUs SGLang takes on each node of a server (planspec.gpus_per_node): preflight and the runtime check."""
+    return planspec.gpus_per_node(tp_size, pp_size, dp_size, enable_dp_attention, nnodes)
+
+
 class FilterModule:
     def filters(self):
         return {
@@ -183,5 +188,6 @@ class FilterModule:
             "sglang_plan_pictures": plan_pictures,
             "sglang_plan_summary": plan_summary,
             "sglang_url_host": urls.url_host,
+            "sglang_gpus_per_node": gpus_per_node,
             "sglang_local_host": urls.local_host,
         }

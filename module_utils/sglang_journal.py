@@ -101,7 +101,10 @@ class _Calibration:
             else:
                 self.kv.append(int(match.group(2)))
         match = _SWA.search(message)
-        if match:
+        # 0.5.23 logs the post-capture sizing of every model this way (model_runner_components/kv_pool_runtime.py,
+        # "Post-capture KV sizing: full_layer_tokens=N, swa_layer_tokens=0" when SGLANG_ENABLE_POST_CAPTURE_KV_SIZING
+        # is on): only a sliding-window pool (swa_layer_tokens > 0) makes the model hybrid.
+        if match and int(match.group(2)) > 0:
             self.full_tokens.append(int(match.group(1)))
             self.hybrid = "swa"
         if _MAMBA.search(message):

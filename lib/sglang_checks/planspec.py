@@ -33,6 +33,14 @@ def node_inputs(node, knobs, facts):
             "calibration": calibration if calibration is not None else (knobs.get("sglang_calibration") or {})}
 
 
+def gpus_per_node(tp_size, pp_size=1, dp_size=1, enable_dp_attention=False, nnodes=1):
+    """The GPUs SGLang takes on each node: tp x pp per data-parallel rank, dp ranks (DP attention keeps them
+    inside the tp group: 0.5.23 resolves it to attn_dp_size, dp_size 1), shared by the server's nodes
+    (managers/data_parallel_controller.py launch_dp_schedulers: base_gpu_id += tp_size x pp_size per DP rank)."""
+    ranks = 1 if enable_dp_attention else max(int(dp_size or 1), 1)
+    return int(tp_size or 1) * int(pp_size or 1) * ranks // max(int(nnodes or 1), 1)
+
+
 def dist_init_host(knobs, rank0_address):
     """--dist-init-addr's host: the knob, else rank 0's address (its ansible_host, else its name)."""
     return knobs.get("sglang_dist_init_host") or rank0_address

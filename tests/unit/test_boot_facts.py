@@ -186,3 +186,18 @@ def test_a_mangled_number_is_not_read(line):
     assert facts["found"] is False, facts
     state = boot_progress(line)
     assert state["avail_mem_gib"] is None and state["kv_tokens"] is None
+
+
+def test_the_post_capture_sizing_line_of_a_plain_model_is_not_a_hybrid_pool():
+    # SGLang 0.5.23 (model_runner_components/kv_pool_runtime.py) logs this for every model when
+    # SGLANG_ENABLE_POST_CAPTURE_KV_SIZING=1: a model without a sliding window has swa_layer_tokens=0.
+    log = ("[2026-12-01 10:00:00 TP0] Load weight begin. avail mem=85.33 GB\n"
+           "[2026-12-01 10:00:10 TP0] Load weight end. elapsed=10.0 s, type=DeepseekV3ForCausalLM, "
+           "avail mem=19.42 GB, mem usage=65.91 GB.\n"
+           "[2026-12-01 10:00:11 TP0] KV Cache is allocated. dtype: torch.bfloat16, #tokens: 200064, "
+           "KV size: 13.09 GB\n"
+           "[2026-12-01 10:00:20 TP0] Post-capture KV sizing: full_layer_tokens=200064, swa_layer_tokens=0\n"
+           "[2026-12-01 10:00:20 TP0] Post-capture KV sizing: KV cache allocated. dtype: torch.bfloat16, "
+           "#tokens: 200064, KV size: 13.09 GB, avail mem=5.20 GB\n")
+    facts = module.parse_boot_log(log)
+    assert facts["hybrid"] is None and facts["pool_tokens"] == 200_064

@@ -4,7 +4,7 @@ import os
 
 import pytest
 import sglang_kvplan
-from sglang_checks import fleet, inputs, urls
+from sglang_checks import fleet, inputs, planspec, urls
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 ROLES = inputs.roles_at(os.path.join(REPO, "roles"))
@@ -126,3 +126,12 @@ def test_worker_urls_bracket_ipv6_only():
     assert urls.http_url("10.0.0.1", 30000) == "http://10.0.0.1:30000"
     assert urls.http_url("2001:db8::5", 30000) == "http://[2001:db8::5]:30000"
     assert urls.http_url("ct200", "30001") == "http://ct200:30001"
+
+
+@pytest.mark.parametrize("tp, pp, dp, dp_attention, nodes, gpus", [
+    (8, 1, 1, False, 1, 8), (8, 1, 2, False, 1, 16), (8, 1, 8, True, 1, 8), (16, 1, 1, False, 2, 8),
+    (4, 2, 2, False, 2, 8),
+])
+def test_gpus_per_node_counts_data_parallel_ranks_unless_dp_attention(tp, pp, dp, dp_attention, nodes, gpus):
+    # SGLang 0.5.23 managers/data_parallel_controller.py: each DP rank starts tp x pp GPUs further on
+    assert planspec.gpus_per_node(tp, pp, dp, dp_attention, nodes) == gpus
