@@ -90,9 +90,12 @@ def exec_start(unit_text):
 
 @pytest.fixture()
 def outside_tmp():
-    """A folder outside /tmp, which the role refuses for its paths (world-writable; PrivateTmp= hides it)."""
-    os.makedirs(os.path.join(REPO, ".cache"), exist_ok=True)
-    path = tempfile.mkdtemp(prefix="router-role-", dir=os.path.join(REPO, ".cache"))
+    """A folder outside /tmp, which the role refuses for its paths (world-writable; PrivateTmp= hides it): the
+    repository's .cache, or the user's when the checkout itself is under /tmp (CI clones anywhere)."""
+    candidates = [os.path.join(REPO, ".cache"), os.path.join(os.path.expanduser("~"), ".cache"), "/var/lib"]
+    base = next(c for c in candidates if not os.path.realpath(c).startswith(("/tmp/", "/var/tmp/")))
+    os.makedirs(base, exist_ok=True)
+    path = tempfile.mkdtemp(prefix="router-role-", dir=base)
     yield pathlib.Path(path)
     shutil.rmtree(path)
 
