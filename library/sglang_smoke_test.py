@@ -799,16 +799,23 @@ class CheckDifference(SmokeFailure):
     """What a check found different from the proven state: the full proof runs instead."""
 
 
-def check_proof(params, result, progress, client, server):
-    """The pool and context as proven, and one short needle prompt answered; any difference: CheckDifference."""
-    checks = result["checks"]
-    progress.stage("proof (check): waiting for /health_generate")
+def ready_server(params, result, progress, server, stage):
+    """Wait for /health_generate, then read the server's pool and context into the result (both levels)."""
+    progress.stage("%s: waiting for /health_generate" % stage)
     wait_ready(server, params["wait_ready"])
-    checks.append({"name": "ready", "ok": True, "detail": "/health_generate answered 200"})
+    result["checks"].append({"name": "ready", "ok": True, "detail": "/health_generate answered 200"})
     pool, max_req_input_len, info = server_info(server)
     model, context_length = served_model(server, info)
     result.update(pool_tokens=pool, max_req_input_len=max_req_input_len, context_length=context_length,
                   min_pool_tokens=max(context_length or 0, params.get("min_pool_tokens") or 0) or None)
+    return pool, max_req_input_len, model, context_length
+
+
+def check_proof(params, result, progress, client, server):
+    """The pool and context as proven, and one short needle prompt answered; any difference: CheckDifference."""
+    checks = result["checks"]
+    pool, max_req_input_len, model, context_length = ready_server(params, result, progress, server,
+                                                                  "proof (check)")
     differences = []
     if params.get("expect_pool_tokens") not in (None, pool):
         differences.append("pool %s tokens, proven %s" % (fmt(pool), fmt(params["expect_pool_tokens"])))
@@ -912,14 +919,7 @@ def full_proof(params, result, progress, asked):
     server = (Client(params["info_url"], params["api_key"], params["timeout"], params["validate_certs"])
               if params.get("info_url") else client)
     checks = result["checks"]
-    progress.stage("proof: waiting for /health_generate")
-    wait_ready(server, params["wait_ready"])
-    checks.append({"name": "ready", "ok": True, "detail": "/health_generate answered 200"})
-
-    pool, max_req_input_len, info = server_info(server)
-    model, context_length = served_model(server, info)
-    result.update(pool_tokens=pool, max_req_input_len=max_req_input_len, context_length=context_length,
-                  min_pool_tokens=max(context_length or 0, params.get("min_pool_tokens") or 0) or None)
+    pool, max_req_input_len, model, context_length = ready_server(params, result, progress, server, "proof")
     check_capacity(params, checks, pool, context_length)
 
     accepted = accepted_tokens(pool, max_req_input_len, context_length, params["max_tokens"])
