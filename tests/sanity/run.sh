@@ -8,6 +8,12 @@ repo=$(cd "$(dirname "$0")/../.." && pwd)
 bin="$repo/.venv/bin"
 root="$repo/.cache/sanity"
 coll="$root/ansible_collections/sglang/longctx"
+# ansible-test wants the en_US.UTF-8 locale (else it warns and uses C.UTF-8): generated once, as root, where Debian's
+# locales package is installed (it is on these machines); elsewhere the warning stays.
+if ! locale -a 2>/dev/null | grep -qi '^en_US\.utf-\?8$' && [ "$(id -u)" = 0 ] && [ -f /etc/locale.gen ] \
+    && command -v locale-gen >/dev/null; then
+  sed -i 's/^# *\(en_US\.UTF-8 UTF-8\)/\1/' /etc/locale.gen && locale-gen >/dev/null
+fi
 # ansible-test keeps its per-test virtual environments and caches under ~/.ansible/test: here, under .cache/.
 export HOME="$root/home"
 mkdir -p "$HOME/.ansible/test/cache"
