@@ -26,19 +26,25 @@ requirements:
   - enable in ansible.cfg with C(callbacks_enabled = sglang_progress)
 """
 
-import os  # noqa: E402 - ansible-test wants the imports after the documentation
-import sys  # noqa: E402
+import importlib.util  # noqa: E402 - ansible-test wants the imports after the documentation
+import os  # noqa: E402
 import time  # noqa: E402
 
 from ansible.plugins.callback import CallbackBase  # noqa: E402
 
-# The modules' shared code sits in module_utils/ beside this folder (plugins/module_utils in the collection copy
-# that make sanity checks); a controller plugin imports it from there, as Ansible does not bundle it for callbacks.
-_MODULE_UTILS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "module_utils")
-if _MODULE_UTILS not in sys.path:
-    sys.path.insert(0, _MODULE_UTILS)
 
-from sglang_text import duration  # noqa: E402 - after the path above
+def _shared(name):
+    """One file of the modules' shared code, from module_utils/ beside this folder (plugins/module_utils in the
+    collection copy that make sanity checks). Ansible bundles module_utils for modules, not for callbacks, and the
+    folder is not put on sys.path: its sglang_router.py would shadow the real sglang_router package there."""
+    path = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "module_utils", name + ".py")
+    spec = importlib.util.spec_from_file_location("_sglang_longctx_" + name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+duration = _shared("sglang_text").duration
 
 __all__ = ["duration", "progress_message"]
 

@@ -281,3 +281,11 @@ def test_a_boot_waiting_at_the_rendezvous_says_so(begin):
     assert boot_progress(begin + "\n")["stage"] == "joining the process group"
     loading = begin + "\n[2026-12-01 03:00:05 TP8] Load weight begin. avail mem=85.33 GB\n"
     assert boot_progress(loading)["stage"] == "loading weights"
+
+
+def test_the_callback_leaves_sys_path_alone():
+    # module_utils/ on sys.path would make its sglang_router.py shadow the real sglang_router package in the same
+    # interpreter (the controller's, or this test run's: test_hostile_flags imports sglang_router.router_args).
+    sys.path.insert(0, os.path.join(REPO, "callback_plugins"))
+    import sglang_progress  # noqa: F401
+    assert os.path.join(REPO, "module_utils") not in [os.path.abspath(p) for p in sys.path]
