@@ -97,6 +97,28 @@ def _gib(value):
     return "%.3f GiB" % value
 
 
+def _draft_clamped(calibration):
+    """A calibration stored before the draft's weight was clamped (sglang_kvplan.calibration) can hold the raw
+    drop across the draft's load, negative when the load freed memory (a real 0.5.2x boot: 28.81 -> 30.67 GB).
+    The draft then took nothing: 0, the raw value kept beside it as a fresh calibration keeps it."""
+    raw = calibration.get("draft_weights_gib")
+    if raw in (None, ""):
+        return calibration
+    try:
+        value = float(raw)
+    except (TypeError, ValueError):
+        value = math.nan
+    if not math.isfinite(value):
+        raise KVPlanError("the stored calibration's draft_weights_gib is %r, not a number; remove that entry from "
+                          "the host's calibration fact (the next boot measures it)." % (raw,))
+    if value < 0:
+        calibration.setdefault("draft_load_avail_gib", value)
+        calibration["draft_weights_gib"] = 0.0
+    else:
+        calibration["draft_weights_gib"] = value
+    return calibration
+
+
 def server_inputs(per_node):
     """The GPU memory and calibration a server plans from, over its nodes in rank order.
 
@@ -106,7 +128,7 @@ def server_inputs(per_node):
     over the nodes (SGLang's MIN over ranks), and the draft's weights the most, when every node has a calibration
     (else {}: the server is planned from the estimate until a boot measured every node); the node with the least
     A (calibrated) or the least GPU memory (estimated); and what the plan should say about the nodes.
-    One node's inputs pass through unchanged.
+    One node's inputs pass through unchanged, but for a stored draft weight below zero (see _draft_clamped).
     """
     if not isinstance(per_node, (list, tuple)) or not per_node or not all(
             isinstance(n, dict) and n.get("node") for n in per_node):
@@ -114,7 +136,8 @@ def server_inputs(per_node):
                           "got %r." % (per_node,))
     if len(per_node) == 1:
         only = per_node[0]
-        return {"gpu_memory_mib": only.get("gpu_memory_mib"), "calibration": dict(only.get("calibration") or {}),
+        return {"gpu_memory_mib": only.get("gpu_memory_mib"),
+                "calibration": _draft_clamped(dict(only.get("calibration") or {})),
                 "limiting_node": only["node"], "notes": []}
     order = [n["node"] for n in per_node]
     gpus, calibrations, notes = {}, {}, []
@@ -147,7 +170,7 @@ def server_inputs(per_node):
         pre, pre_node = _least({n: c["pre_load_avail_gib"] for n, c in calibrations.items()}, order)
         post, limiting = _least({n: c["post_load_avail_gib"] for n, c in calibrations.items()}, order)
         calibration = dict(calibrations[limiting], pre_load_avail_gib=pre, post_load_avail_gib=post)
-        drafts = [float(c["draft_weights_gib"]) for c in calibrations.values()
+        drafts = [_draft_clamped(dict(c))["draft_weights_gib"] for c in calibrations.values()
                   if c.get("draft_weights_gib") not in (None, "")]
         if drafts:
             calibration["draft_weights_gib"] = max(drafts)  # the most any node's draft took: the least left

@@ -87,3 +87,22 @@ def test_a_draft_whose_load_freed_memory_still_plans_the_next_run():
     older = kv.calibrate(spec, {k: v for k, v in boot.items() if not k.startswith("draft_")} | {
         "draft_weights_gib": -1.86})
     assert older["draft_weights_gib"] == 0.0 and older["draft_load_avail_gib"] == -1.86
+
+
+def test_a_calibration_stored_before_the_clamp_still_plans():
+    """A host's stored calibration written before the clamp holds the raw drop (-1.86): the next plan takes 0 for
+    the draft and keeps the raw number, one node or several, instead of refusing a negative weight."""
+    from sglang_kvplan import server_inputs
+    stored = {"pre_load_avail_gib": 139.0, "post_load_avail_gib": 58.0, "draft_weights_gib": -1.86}
+    one = server_inputs([{"node": "a", "gpu_memory_mib": 143_771, "calibration": stored}])["calibration"]
+    assert one["draft_weights_gib"] == 0.0 and one["draft_load_avail_gib"] == -1.86
+    two = server_inputs([{"node": "a", "gpu_memory_mib": 143_771, "calibration": stored},
+                         {"node": "b", "gpu_memory_mib": 143_771, "calibration": dict(stored, draft_weights_gib=-0.5)}])
+    assert two["calibration"]["draft_weights_gib"] == 0.0
+    assert stored["draft_weights_gib"] == -1.86  # the host's own record is not rewritten
+    spec = {"model": "deepseek-v3", "tp_size": 8, "context_target": 100_000, "gpu_memory_mib": 143_771,
+            "pre_load_avail_gib": 139.0, "post_load_avail_gib": 58.0,
+            "speculative": {"algorithm": "NEXTN", "draft_weights_gib": one["draft_weights_gib"]}}
+    assert kv.plan(spec)["max_total_tokens"] >= 100_000
+    with pytest.raises(kv.KVPlanError, match="draft_weights_gib is 'x'"):
+        server_inputs([{"node": "a", "calibration": dict(stored, draft_weights_gib="x")}])
