@@ -3,6 +3,8 @@
 prepare.yml left an interrupted first run on the Debian 12 hosts; converge finished it; side_effect bumped
 the HGX driver to 580.105.08 against a stale apt cache."""
 
+import json
+
 import pytest
 
 # ct200: newest of the branch; HGX: 580.82.07 as asked, then bumped to 580.105.08 by side_effect.
@@ -142,3 +144,17 @@ def test_refusals_came_before_any_package_change(host, name):
     count = host.file("/root/refusal-gpu-count.txt").content_string
     assert "has 8 NVIDIA GPU(s)" in count and "needs 16" in count and "Nothing was changed" in count
     assert host.package("nvidia-driver-cuda").version == DRIVER[name]
+
+
+def test_a_rerun_skips_the_install_only_while_the_host_is_as_recorded(host):
+    if host.backend.get_hostname() != "ct200-gpuhost":
+        pytest.skip("the side effect edits ct200-gpuhost")
+    unchanged = json.loads(host.file("/root/record-unchanged.json").content_string)
+    assert unchanged["unchanged"] is True and unchanged["facts"]["deb_version"].startswith("580.")
+    edited = json.loads(host.file("/root/record-after-edit.json").content_string)
+    assert edited["unchanged"] is False
+    assert "/etc/apt/preferences.d/nvidia-driver was changed" in edited["reasons"]
+    assert any(r.startswith("nvidia-kernel-open-dkms is ") and r.endswith(" hold") for r in edited["reasons"])
+    # the full run put both back
+    assert "edited by hand" not in host.file("/etc/apt/preferences.d/nvidia-driver").content_string
+    assert host.run("dpkg-query -W -f='${Status}' nvidia-kernel-open-dkms").stdout.startswith("hold ")
