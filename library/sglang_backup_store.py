@@ -194,8 +194,12 @@ def main():
                 with store.locked("sglang_backup_store " + doing, p["lock_owner"], p["lock_timeout"]):
                     result["cleaned"] = store.clean_stale()
                     _change(store, p, check, result)
-        except (StoreError, OSError) as error:
+        except StoreError as error:
             module.fail_json(msg=str(error), **result)
+        except OSError as error:  # e.g. a full disk under the store: entries and manifests appear by rename
+            module.fail_json(msg="The backup store %s could not be changed (%s of %s): %s. No half entry is left "
+                                 "(entries and manifests appear whole, by rename)." % (
+                                     p["dir"], p["state"], p["name"] or "the live state", error), **result)
         result["changed"] = result["changed"] or bool(result["pruned"]) or bool(result["cleaned"])
         result.update(store_facts(store))
         for bad in result["corrupt"]:

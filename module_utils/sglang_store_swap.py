@@ -125,15 +125,14 @@ def swap(plan):
             _unlink(path)
         if lost:
             raise SwapError("renaming the new files into place failed (%s), and %s could not be put back; the "
-                            "originals are kept beside them: %s" % (error, ", ".join(d for d, _ in lost),
-                                                                    ", ".join(o for _, o in lost))) from None
+                            "originals are kept beside them: %s" % (error, ", ".join(d for d, o in lost),
+                                                                    ", ".join(o for d, o in lost))) from None
         raise SwapError("renaming the new files into place failed (%s); every live file was put back as it "
                         "was" % error) from None
-    for folder in sorted({os.path.dirname(dest) for dest, _ in plan}):
+    for folder in sorted({os.path.dirname(dest) for dest, src in plan}):
         _sync_folder(folder)
-    for _, old in done:
-        if old is not None:
-            _unlink(old)
+    for old in [kept for dest, kept in done if kept is not None]:
+        _unlink(old)
 
 
 def _undo(done):

@@ -292,3 +292,15 @@ def run_module(tmp_path, name, args):
                           capture_output=True, text=True, timeout=60)
     assert "Traceback" not in proc.stdout + proc.stderr
     return proc.returncode, json.loads(proc.stdout)
+
+
+def test_a_full_disk_during_a_snapshot_leaves_no_half_entry(host, monkeypatch):
+    store, _, proven, _, deploy = host
+    deploy(180_000)
+    entries = tree(store.dir)
+    with monkeypatch.context() as patch:
+        Faults(patch, at=3)  # the second file's copy
+        with pytest.raises(OSError, match="No space left"):
+            store.add({})
+    assert tree(store.dir) == entries and [n for n in os.listdir(store.dir) if n.startswith(".")] == []
+    assert store.view()[2] == proven
