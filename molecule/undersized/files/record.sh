@@ -5,6 +5,7 @@
 set -euo pipefail
 out=/root/store-faults/$1
 mkdir -p "$out"
+date +%s > "$out/at.txt"
 (cd /var/backups/sglang && find . -type f ! -name .lock -print0 | sort -z | xargs -0 sha256sum) > "$out/store.sha"
 sha256sum /etc/systemd/system/sglang.service /etc/sglang/sglang.env /etc/sglang/sglang.yaml > "$out/live.sha"
 ls -A /etc/sglang /etc/systemd/system > "$out/ls.txt"
