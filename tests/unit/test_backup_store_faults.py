@@ -304,3 +304,19 @@ def test_a_full_disk_during_a_snapshot_leaves_no_half_entry(host, monkeypatch):
             store.add({})
     assert tree(store.dir) == entries and [n for n in os.listdir(store.dir) if n.startswith(".")] == []
     assert store.view()[2] == proven
+
+
+def test_restore_plan_writes_what_differs_and_removes_what_the_entry_lacks():
+    live = {"/etc/u": "1" * 64, "/etc/e": "2" * 64, "/etc/c": None, "/etc/x": "4" * 64}
+    entry = {"files": {"u": "1" * 64, "e": "3" * 64, "c": "5" * 64, "x": None}}  # x: the entry's state has none
+    assert sglang_store.restore_plan(entry, list(live), live.get) == [
+        ("/etc/u", "same"), ("/etc/e", "write"), ("/etc/c", "write"), ("/etc/x", "remove")]
+    assert sglang_store.restore_plan({"files": {"u": "1" * 64}}, ["/etc/u", "/etc/new"], {"/etc/u": "1" * 64}.get) \
+        == [("/etc/u", "same"), ("/etc/new", "same")]  # neither has it: nothing to do
+
+
+def test_newest_proven():
+    entries = [e("C"), e("B", True), e("A", True)]
+    assert sglang_store.newest_proven(entries) == "B"
+    assert sglang_store.newest_proven(entries, other_than="B") == "A"
+    assert sglang_store.newest_proven([e("C")]) is None
