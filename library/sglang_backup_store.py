@@ -12,13 +12,29 @@ description:
     The store keeps one entry per distinct state, C(<dir>/<UTC timestamp>/), holding copies of the files
     (owner and mode preserved) and C(backup.json), the manifest.
   - Entries are written into a hidden folder and renamed into place, and manifests are replaced by rename;
-    an interrupted run leaves no half entry (hidden folders are ignored and removed by the next snapshot).
-  - C(snapshot) adds the live state unless an entry already holds the same files; then prunes to the newest
-    C(keep), never deleting the newest proven entry, the live state's entry, the entry just added, or
-    C(protect) (a restore protects its source).
+    an interrupted run leaves no half entry (hidden folders are ignored, and removed under the lock by the next
+    run that changes the store).
+  - One run at a time changes the store. Every call except in check mode holds an flock on C(<dir>/.lock) while
+    it works, waiting at most C(lock_timeout) seconds for another run to finish; past that it fails naming the
+    run that holds it (its pid, host, start, what it does and C(lock_owner)). The kernel releases the lock of a
+    run that dies. Check mode takes no lock and writes nothing.
+  - An entry whose C(backup.json) is not a manifest (C(null), a list, a string, not JSON, no C(files), a
+    C(files) naming a file the folder lacks) is skipped by every state and returned in C(corrupt) with the
+    problem, with a warning naming it; it is never pruned (it is left for a person). Restoring it by name fails
+    saying why. Keys of a manifest this module does not know pass through to C(entries) unchanged.
+  - C(snapshot) adds the live state unless an entry already holds the same files; then prunes. Pruning keeps the
+    newest C(keep) entries and, besides them, always the live state's entry, the newest proven entry, the newest
+    proven entry other than the live one (what a rollback and the rescue go back to), the entry just added, and
+    C(protect) (a restore protects its source). So after a successful deploy C(keep=1) leaves the new proven
+    state and the proven state before it.
   - C(proven) records the proof on the live state's entry (adding the entry first if needed); the first proof
-    of a state is kept, so a re-run changes nothing.
-  - C(restore) copies an entry's files over the live ones (each by rename); it never prunes.
+    of a state is kept, so a re-run changes nothing. Then it prunes as C(snapshot) does.
+  - C(restore) puts an entry's whole state back or nothing. The entry's files are the whole state, so a live
+    file that the entry lacks is removed (C(removed)). Every file that differs is first written beside its
+    live file under a hidden name and flushed to disk, then all are renamed into place; a failure while writing
+    (a full disk) leaves every live file untouched and removes the copies, a failure while renaming puts every
+    original back. A live state that no entry holds is added to the store before it is replaced. It never
+    prunes.
   - To read the store without changing it, use C(sglang_backup_store_info).
 version_added: "1.0.0"
 author: sglang-longctx maintainers (!UNKNOWN)
@@ -60,6 +76,14 @@ options:
     type: list
     elements: str
     default: []
+  lock_timeout:
+    description: Seconds to wait for another run's lock on the store before failing with the holder's name.
+    type: int
+    default: 10
+  lock_owner:
+    description: Who this run is, written in the lock file for a refused run's message (e.g. the playbook and
+      the user).
+    type: str
 notes:
   - Supports check mode.
 """
@@ -78,6 +102,7 @@ RETURN = r"""
 entries:
   description: The entries, newest first, each its manifest plus name, path and current (it is the live state).
   type: list
+  elements: dict
   returned: always
 current:
   description: The entry holding the live state, or null.
@@ -94,7 +119,29 @@ name:
 pruned:
   description: Entries this call removed.
   type: list
+  elements: str
   returned: always
+corrupt:
+  description: Entries skipped for a corrupt manifest, each C(name), C(path) and C(problem); never pruned.
+  type: list
+  elements: dict
+  returned: always
+cleaned:
+  description: What a run that died had left (C(.incoming-*) folders, a restore's staged copies) and this call
+    removed under the lock.
+  type: list
+  elements: str
+  returned: always
+restored:
+  description: For C(restore), the live files written from the entry.
+  type: list
+  elements: str
+  returned: when state is restore
+removed:
+  description: For C(restore), the live files removed because the entry's state does not have them.
+  type: list
+  elements: str
+  returned: when state is restore
 """
 
 from ansible.module_utils.basic import AnsibleModule
@@ -102,6 +149,21 @@ from ansible.module_utils.sglang_errors import failures_as_sentences
 from ansible.module_utils.sglang_store import Store, StoreError, store_facts
 
 __all__ = ["Store", "StoreError"]
+
+
+def _change(store, p, check, result):
+    if p["state"] == "snapshot":
+        result["name"], result["changed"] = store.add(p["manifest"], check)
+        result["pruned"] = store.prune(p["keep"], p["protect"] + [result["name"]], check)
+    elif p["state"] == "proven":
+        result["name"], result["changed"] = store.mark_proven(p["proof"], p["manifest"], check)
+        result["pruned"] = store.prune(p["keep"], p["protect"] + [result["name"]], check)
+    else:
+        result["name"], result["changed"], done = store.restore(p["name"], check)
+        result.update(done)
+        if done["removed"]:
+            result["note"] = ("The entry's files are the whole state: %s, which it does not hold, %s removed."
+                              % (", ".join(done["removed"]), "would be" if check else "was"))
 
 
 def main():
@@ -114,27 +176,34 @@ def main():
         "name": {"type": "str"},
         "keep": {"type": "int", "default": 10},
         "protect": {"type": "list", "elements": "str", "default": []},
+        "lock_timeout": {"type": "int", "default": 10},
+        "lock_owner": {"type": "str"},
     }, supports_check_mode=True, required_if=[("state", "restore", ["name"])])
     with failures_as_sentences(module, "sglang_backup_store"):
         p, check = module.params, module.check_mode
         store = Store(p["dir"], p["files"])
-        result = {"changed": False, "pruned": []}
+        result = {"changed": False, "pruned": [], "cleaned": []}
         try:
             if p["keep"] < 1:
                 raise StoreError("sglang_backup_keep is %d: keep at least 1 entry. Set sglang_backup_keep to 1 or "
                                  "more." % p["keep"])
-            if p["state"] == "snapshot":
-                result["name"], result["changed"] = store.add(p["manifest"], check)
-                result["pruned"] = store.prune(p["keep"], p["protect"] + [result["name"]], check)
-            elif p["state"] == "proven":
-                result["name"], result["changed"] = store.mark_proven(p["proof"], p["manifest"], check)
-                result["pruned"] = store.prune(p["keep"], p["protect"] + [result["name"]], check)
-            elif p["state"] == "restore":
-                result["name"], result["changed"] = store.restore(p["name"], check)
-        except (StoreError, OSError) as error:
+            if check:  # writes nothing, so it needs no lock: entries and manifests appear whole, by rename
+                _change(store, p, check, result)
+            else:
+                doing = p["state"] + (" of " + p["name"] if p["state"] == "restore" else "")
+                with store.locked("sglang_backup_store " + doing, p["lock_owner"], p["lock_timeout"]):
+                    result["cleaned"] = store.clean_stale()
+                    _change(store, p, check, result)
+        except StoreError as error:
             module.fail_json(msg=str(error), **result)
-        result["changed"] = result["changed"] or bool(result["pruned"])
+        except OSError as error:  # e.g. a full disk under the store: entries and manifests appear by rename
+            module.fail_json(msg="The backup store %s could not be changed (%s of %s): %s. No half entry is left "
+                                 "(entries and manifests appear whole, by rename)." % (
+                                     p["dir"], p["state"], p["name"] or "the live state", error), **result)
+        result["changed"] = result["changed"] or bool(result["pruned"]) or bool(result["cleaned"])
         result.update(store_facts(store))
+        for bad in result["corrupt"]:
+            module.warn("Backup store entry %s skipped: %s." % (bad["path"], bad["problem"]))
         module.exit_json(**result)
 
 

@@ -10,7 +10,11 @@ short_description: List the states kept in an SGLang service's backup store, and
 description:
   - Reads the store that C(sglang_backup_store) keeps (C(<dir>/<UTC timestamp>/) folders with C(backup.json)
     manifests), newest first, and compares each entry with the live files to tell which entry holds the live state.
-  - Changes nothing.
+  - An entry whose C(backup.json) is not a manifest (C(null), a list, a string, not JSON, no C(files), a
+    C(files) naming a file the folder lacks) is left out of C(entries) and listed in C(corrupt) with the problem,
+    with a warning naming it; the other entries are listed as ever. Keys of a manifest this module does not know
+    pass through to C(entries) unchanged.
+  - Changes nothing and takes no lock (entries and manifests appear whole, by rename).
 version_added: "1.2.0"
 author: sglang-longctx maintainers (!UNKNOWN)
 options:
@@ -49,6 +53,11 @@ last_proven:
   description: The newest proven entry that is not the live state (what a rollback restores), or null.
   type: str
   returned: always
+corrupt:
+  description: Entries skipped for a corrupt manifest, each C(name), C(path) and C(problem).
+  type: list
+  elements: dict
+  returned: always
 """
 
 from ansible.module_utils.basic import AnsibleModule
@@ -66,6 +75,8 @@ def main():
             facts = store_facts(Store(module.params["dir"], module.params["files"]))
         except OSError as error:
             module.fail_json(msg="Cannot read the backup store %s: %s." % (module.params["dir"], error))
+        for bad in facts["corrupt"]:
+            module.warn("Backup store entry %s skipped: %s." % (bad["path"], bad["problem"]))
         module.exit_json(changed=False, **facts)
 
 

@@ -89,10 +89,10 @@ def test_restore_puts_back_byte_for_byte_and_keeps_its_source(live):
     before = [f.read_bytes() for f in files]
     deploy(150_000, key="new")
     store.add({})
-    assert store.restore(old) == (old, True)
+    assert store.restore(old) == (old, True, {"restored": [str(files[0]), str(files[2])], "removed": []})
     assert [f.read_bytes() for f in files] == before
     assert oct(os.stat(files[2]).st_mode & 0o777) == "0o640"
-    assert store.restore(old) == (old, False)  # already the live state
+    assert store.restore(old)[:2] == (old, False)  # already the live state
     assert old in {e["name"] for e in store.entries()}
     with pytest.raises(module.StoreError, match="No entry nope"):
         store.restore("nope")
@@ -104,7 +104,7 @@ def test_an_interrupted_snapshot_is_invisible_and_cleaned(live):
     os.makedirs(os.path.join(store.dir, ".incoming-20261129T000000000000Z"))
     assert store.entries() == []
     store.add({})
-    store.prune(10, [])
+    assert store.clean_stale() == [os.path.join(store.dir, ".incoming-20261129T000000000000Z")]
     assert [n for n in os.listdir(store.dir) if n.startswith(".")] == []
 
 
