@@ -379,6 +379,9 @@ class Client:
             except HTTPException as error:  # IncompleteRead and the like: the answer broke off
                 holder["error"] = Retryable("%s %s broke off mid-answer (%s): the server closed the connection"
                                             % (method, self.url + path, type(error).__name__))
+            except ConnectionError as error:  # reset or broken while the answer was read: the same, said plainly
+                holder["error"] = Retryable("%s %s broke off mid-answer (%s): the connection was reset"
+                                            % (method, self.url + path, type(error).__name__))
             except BaseException as error:  # noqa: BLE001 - handed to the waiting caller
                 holder["error"] = error
 

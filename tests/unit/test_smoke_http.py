@@ -21,6 +21,9 @@ class Peer(BaseHTTPRequestHandler):
 
     def do_GET(self):
         self.server.seen.append((self.path, self.headers.get("Authorization")))
+        # Read the body first, as a server does: closing with it unread makes the kernel reset the connection,
+        # and the client then loses the answer it had not read yet (ECONNRESET instead of the answer).
+        self.rfile.read(int(self.headers.get("Content-Length") or 0))
         self.server.answer(self)
 
     do_POST = do_GET
@@ -116,4 +119,22 @@ def test_a_stream_line_over_the_limit_is_refused(peers):
     server = peers(lambda handler: open_ended(handler, "text/event-stream", [first, too_long]))
     client = smoke.Client("http://127.0.0.1:%d" % server.server_port, timeout=30)
     with pytest.raises(smoke.SmokeFailure, match="answered more than"):
+        client.stream("/v1/completions", {"prompt": "hi", "stream": True})
+
+
+def test_a_connection_reset_mid_answer_is_a_sentence_to_retry(peers):
+    import socket
+    import struct
+
+    def reset(handler):
+        open_ended(handler, "text/event-stream", [b"data: " + json.dumps({"choices": [{"text": "x"}]}).encode()
+                                                   + b"\n\n"])
+        handler.wfile.flush()
+        time.sleep(0.2)  # the client has the first chunk and waits for more
+        handler.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        handler.connection.close()  # linger 0: the kernel sends RST
+
+    server = peers(reset)
+    client = smoke.Client("http://127.0.0.1:%d" % server.server_port, timeout=30)
+    with pytest.raises(smoke.Retryable, match="broke off mid-answer"):
         client.stream("/v1/completions", {"prompt": "hi", "stream": True})
