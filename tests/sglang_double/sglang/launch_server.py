@@ -21,7 +21,14 @@ from datetime import datetime
 
 from sglang import __version__
 from sglang import _double_gpu as sim
-from sglang._double_args import build_parser, check_speculative_algorithm, load_table, server_args
+from sglang._double_args import (
+    build_parser,
+    check_speculative_algorithm,
+    load_table,
+    num_reserved_tokens,
+    resolve_speculative,
+    server_args,
+)
 from sglang._double_attention import attn_dp_size, resolve_dp_attention, resolve_page_size
 from sglang._double_boot import Boot, BootError, check_tokenizer, kv_dtype_name, log, read_config
 from sglang._double_config import ConfigArgumentMerger
@@ -95,6 +102,7 @@ def boot(args, gpu, table, cluster=None):
 
     run = Boot(args, gpu, table, cluster)
     resolve_page_size(args, config, gpu, run.rel, lambda message: run.all(message.replace("%", "%%")))
+    resolve_speculative(args, config)
     if cluster:
         pre = init_parallel(run)  # the rendezvous with the other nodes, then P as the MIN over all of them
     else:
@@ -143,6 +151,7 @@ def boot(args, gpu, table, cluster=None):
         "profiled_tokens": profiled,
         "capped": capped,
         "max_req_input_len": min(context_len - 1, tokens - 1) - 5,
+        "num_reserved_tokens": num_reserved_tokens(args),
         "max_running_requests": running,
         "mem_fraction_static": fraction,
         "kv_gb": kv_gib,
