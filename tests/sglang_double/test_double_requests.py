@@ -185,3 +185,26 @@ def test_a_streamed_generate_refused_by_the_scheduler_ends_with_an_abort(version
     (error,) = _events(tokenizer_body)
     assert "longer than the model's context length" in error["error"]["message"]
     assert ("type" in error["error"]) == (version != "0.5.9")  # type/code/retryable from 0.5.13
+
+
+# ---- max_running_requests, as each release resolves a given one ---------------------------------------------
+
+@pytest.mark.parametrize("version, running", [("0.5.9", 4000), ("0.5.10", 2048), ("0.5.13.post1", 2048),
+                                              ("0.5.14", 500), ("0.5.23", 500)])
+def test_a_given_max_running_requests_per_release(tmp_path, capsys, version, running):
+    """Pool 1,000, context 1,000, --max-running-requests 4000: 0.5.9 keeps it (model_runner.py:593-600),
+    0.5.10-0.5.13 cap it at the estimate 2,048 (model_runner_kv_cache_mixin.py 0.5.10:840-851), 0.5.14+ at
+    pool // 2 with a warning (0.5.23 kv_cache_configurator.py:3119-3172)."""
+    _, state = _state(tmp_path, [*CTX, "--max-total-tokens", "1000", "--max-running-requests", "4000"], version)
+    out = capsys.readouterr().out
+    assert state["max_total_num_tokens"] == 1000
+    assert state["max_running_requests"] == running
+    assert "max_running_requests=%d, context_len=1000" % running in out
+    warned = "max_running_requests was reduced from the requested 4000 to 500 (per dp worker)" in out
+    assert warned == (running == 500)
+
+
+@pytest.mark.parametrize("version", ["0.5.9", "0.5.23"])
+def test_an_unset_max_running_requests_is_the_estimate_under_half_the_pool(tmp_path, version):
+    _, state = _state(tmp_path, [*CTX, "--max-total-tokens", "1000"], version)
+    assert state["max_running_requests"] == 500  # min(2048, 1000 // 2)

@@ -32,7 +32,7 @@ from sglang._double_args import (
 from sglang._double_attention import attn_dp_size, resolve_dp_attention, resolve_page_size
 from sglang._double_boot import Boot, BootError, check_tokenizer, kv_dtype_name, log, read_config
 from sglang._double_config import ConfigArgumentMerger
-from sglang._double_http import serve, serve_dummy_health
+from sglang._double_http import release_tuple, serve, serve_dummy_health
 from sglang._double_multimodal import mm_reservation_gib
 from sglang._double_nodes import Cluster, check_launch, init_parallel
 
@@ -62,12 +62,28 @@ def _context_len(args, config):
     return context_len
 
 
-def _max_running_requests(args, tokens, context_len):
-    """0.5.9 init_memory_pool / 0.5.23 KVCacheConfigurator.resolve_max_num_reqs."""
+def _max_running_requests(args, tokens, context_len, version):
+    """(max running requests per DP worker, the requested number per worker or None), as the release resolves it.
+    Unset, every release takes min(estimated, pool // 2). A given --max-running-requests is
+    - 0.5.9: given // dp_size, never capped by the pool (model_executor/model_runner.py:593-600; the request
+      table is sized to the given number, model_runner_kv_cache_mixin.py:340, 473-476);
+    - 0.5.10 to 0.5.13.post1: min(given // dp_size, estimated) (model_runner_kv_cache_mixin.py
+      _resolve_max_num_reqs, 0.5.10:840-851);
+    - 0.5.14 to 0.5.22: min(given // attn_dp_size, pool // 2), with a warning when reduced (0.5.14
+      model_runner_kv_cache_mixin.py:981-1017; 0.5.16+ mem_cache/kv_cache_configurator.py resolve_max_num_reqs);
+    - 0.5.23: the same with at least 1 per worker (kv_cache_configurator.py:3119-3172)."""
     estimated = min(max(int(tokens / context_len * 512), 2048), 4096)
     if args.max_running_requests is None:
-        return min(estimated, tokens // 2)
-    return min(max(1, args.max_running_requests // attn_dp_size(args)), tokens // 2)
+        return min(estimated, tokens // 2), None
+    release = release_tuple(version)
+    per_worker = args.max_running_requests // attn_dp_size(args)
+    if release < (0, 5, 10):
+        return per_worker, None
+    if release < (0, 5, 14):
+        return min(per_worker, estimated), None
+    if release >= (0, 5, 23):
+        per_worker = max(1, per_worker)
+    return min(per_worker, tokens // 2), per_worker
 
 
 def boot(args, gpu, table, cluster=None):
@@ -138,7 +154,10 @@ def boot(args, gpu, table, cluster=None):
         run.capture(graph_gib / 4)
         graph_gib += graph_gib / 4
 
-    running = _max_running_requests(args, tokens, context_len)
+    running, requested = _max_running_requests(args, tokens, context_len, gpu.get("version", __version__))
+    if requested is not None and running < requested:
+        run.all("max_running_requests was reduced from the requested %d to %d (per dp worker) due to the "
+                "available KV cache capacity." % (requested, running))
     chunked = args.chunked_prefill_size or 8192
     if 0 in run.ranks:  # scheduler.py logs it on tp_rank 0 only
         log("max_total_num_tokens=%d, chunked_prefill_size=%d, max_prefill_tokens=%d, max_running_requests=%d, "
