@@ -127,3 +127,24 @@ def test_a_float32_checkpoint_is_served_as_float16(tmp_path, capsys):
     state, out = _boot(["--model-path", path, "--mem-fraction-static", "0.9"], _gpu(weights_gib_per_gpu=16.0), capsys)
     assert "dtype: torch.float16, #tokens: %d" % state["max_total_num_tokens"] in out
     assert state["max_total_num_tokens"] == _expected_pool(_gpu(weights_gib_per_gpu=16.0), 0.9, 8 * 256 * 32 * 2)
+
+
+@pytest.mark.parametrize("version, transport, logged", [
+    ("0.5.23", "cuda_ipc", "1.10"), ("0.5.23", "cuda_vmm", "1.10"), ("0.5.18", "cuda_ipc", "1.10"),
+    ("0.5.23", "cpu", "0.10"), ("0.5.17", "cuda_ipc", None),
+])
+def test_a_gpu_feature_transport_reserves_1_gib_more(tmp_path, capsys, version, transport, logged):
+    """0.5.18+ mm_runtime_reservation_gb (0.5.23 kv_cache_configurator.py:202-219): + SGLANG_MM_FEATURE_CACHE_MB
+    with --mm-feature-transport cuda_ipc|cuda_vmm; none before 0.5.18 (the flag exists from 0.5.16)."""
+    argv = ["--model-path", model_dir(str(tmp_path), "kimi-k2.6"), "--tp-size", "8", "--trust-remote-code",
+            "--mem-fraction-static", "0.9"]
+    gpu = _gpu(weights_gib_per_gpu=60.0, version=version)
+    with_transport, out = _boot(argv + ["--mm-feature-transport", transport], gpu, capsys)
+    plain, _ = _boot(argv, gpu, capsys)
+    if logged is None:
+        assert "Reserving" not in out and with_transport["max_total_num_tokens"] == plain["max_total_num_tokens"]
+        return
+    assert "Reserving %s GB of the KV budget" % logged in out
+    extra = GIB if logged == "1.10" else 0  # SGLANG_MM_FEATURE_CACHE_MB = 1024 MiB, at Kimi K2.6's 70,272-byte cell
+    assert plain["max_total_num_tokens"] - with_transport["max_total_num_tokens"] == pytest.approx(
+        extra / 70_272, abs=1)

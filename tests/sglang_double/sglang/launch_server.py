@@ -134,7 +134,7 @@ def boot(args, gpu, table, cluster=None):
 
     target_part, draft_part = sim.pool_cells(config, draft_config, args, run.rel, algorithm)
     tokens, profiled, capped = run.size_pool(pre, fraction, target_part + draft_part,
-                                             mm_reservation_gib(config, args, run.rel))
+                                             mm_reservation_gib(config, args, run.rel, gpu.get("version", __version__)))
     dtype_name = kv_dtype_name(args.kv_cache_dtype, config)
     kv_gib = run.allocate(tokens, target_part, config, dtype_name)
     graph_gib = gpu["graph_gib"]
