@@ -70,6 +70,8 @@ def _draft_extra_tokens(spec):
     spec_cfg = spec["speculative"]
     if not spec_cfg:
         return 0
+    if spec_cfg["algorithm"] in EAGLE_FAMILY:
+        return eagle_params(spec)[2]
     if spec_cfg["num_draft_tokens"]:
         return spec_cfg["num_draft_tokens"]
     draft = spec_cfg["draft_model_config"] or {}
@@ -82,6 +84,26 @@ def _draft_extra_tokens(spec):
 
 
 DFLASH_DEFAULT_BLOCK = 16
+# Algorithms whose --speculative-num-steps/-eagle-topk/-num-draft-tokens SGLang resolves itself (0.5.9
+# server_args.py:2355, 2422-2450; 0.5.23 speculative/spec_info.py:262-264 is_eagle() or is_standalone()).
+EAGLE_FAMILY = ("EAGLE", "EAGLE3", "NEXTN", "STANDALONE")
+
+
+def eagle_params(spec):
+    """(num_steps, eagle_topk, num_draft_tokens) as SGLang resolves them: all three unset -> by architecture,
+    (5, 4, 8) for LlamaForCausalLM and Grok-1 (not STANDALONE), else (3, 1, 4) (0.5.9 server_args.py
+    auto_choose_speculative_params:5741-5775, 0.5.23 arg_groups/speculative_hook.py:1430-1461, the same in
+    every release); topk 1 -> num_draft_tokens = num_steps + 1 (0.5.9 :2443-2450, 0.5.23 :1255-1266)."""
+    spec_cfg = spec["speculative"]
+    steps, topk, tokens = spec_cfg["num_steps"], spec_cfg["eagle_topk"], spec_cfg["num_draft_tokens"]
+    if steps is None and topk is None and tokens is None:
+        arch = ((spec["model_config"] or {}).get("architectures") or [""])[0]
+        wide = spec_cfg["algorithm"] != "STANDALONE" and arch in ("LlamaForCausalLM", "Grok1ForCausalLM",
+                                                                    "Grok1VForCausalLM")
+        steps, topk, tokens = (5, 4, 8) if wide else (3, 1, 4)
+    if topk == 1 and steps:
+        tokens = steps + 1
+    return steps, topk, tokens or 0
 
 
 def _default_running_requests(spec, pool, target):
