@@ -97,6 +97,10 @@ SGLANG_OWNERS = {
     "--speculative-num-steps": "the plan sets from sglang_speculative.num_steps",
     "--speculative-eagle-topk": "the plan sets from sglang_speculative.eagle_topk",
     "--speculative-num-draft-tokens": "the plan sets from sglang_speculative.num_draft_tokens",
+    # DFLASH makes --speculative-num-draft-tokens this block size (0.5.11 server_args.py:3358-3374, 0.5.23
+    # arg_groups/speculative_hook.py:368-387), which widens the pin: the plan must know it
+    "--speculative-dflash-block-size": "sets DFLASH's --speculative-num-draft-tokens, which the plan sets from "
+                                       "sglang_speculative.num_draft_tokens",
     "--nnodes": "the plan sets from sglang_nodes",
     "--node-rank": "the plan sets from sglang_nodes",
     "--dist-init-addr": "the plan sets from sglang_dist_init_host and sglang_dist_init_port",
