@@ -76,11 +76,25 @@ def _draft_extra_tokens(spec):
         return spec_cfg["num_draft_tokens"]
     draft = spec_cfg["draft_model_config"] or {}
     if spec_cfg["algorithm"] in ("DFLASH", "DSPARK"):
-        block = (draft.get("dflash_config") or {}).get("block_size") or draft.get("block_size")
-        # no block_size in the draft's config: every DFLASH release defaults to 16 ("speculative_num_draft_tokens
-        # is not set; defaulting to 16 for DFLASH": 0.5.11 server_args.py, 0.5.23 arg_groups/speculative_hook.py)
-        return block if isinstance(block, int) and not isinstance(block, bool) and block > 0 else DFLASH_DEFAULT_BLOCK
+        return dflash_block_size(draft)
     return 0
+
+
+def dflash_block_size(draft):
+    """The draft tokens SGLang infers for DFLASH when none is given: the draft config's block_size, from its
+    dflash_config when that has the key (even as null), else the top level (0.5.23 speculative/dflash_utils.py
+    parse_dflash_draft_config:608-617, _get_dflash_config:445-458; 0.5.11 :333-340), as int(); absent, null,
+    not a number or under 1 -> 16, with a warning ("speculative_num_draft_tokens is not set; defaulting to 16
+    for DFLASH", or "Failed to infer DFLASH block_size ...": 0.5.11 server_args.py:3383-3420, 0.5.23
+    arg_groups/speculative_hook.py:389-420)."""
+    nested = draft.get("dflash_config")
+    nested = nested if isinstance(nested, dict) else {}
+    raw = nested.get("block_size", draft.get("block_size"))
+    try:
+        block = None if raw is None else int(raw)
+    except (TypeError, ValueError, OverflowError):
+        block = None
+    return block if block is not None and block >= 1 else DFLASH_DEFAULT_BLOCK
 
 
 DFLASH_DEFAULT_BLOCK = 16

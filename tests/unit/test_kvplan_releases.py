@@ -178,3 +178,17 @@ def test_a_gpu_feature_transport_reserves_1_gib_more(version, transport, reserve
     with_reserve = kv.plan(spec)["headroom_gib"]
     plain = kv.plan(dict(spec, model_config=dict(config, architectures=["LlamaForCausalLM"])))["headroom_gib"]
     assert plain - with_reserve == pytest.approx(reserved_mib / 1024, abs=0.0011)
+
+
+@pytest.mark.parametrize("draft_extra, tokens", [
+    ({"dflash_config": {"block_size": 8}}, 8), ({"block_size": 10}, 10), ({"block_size": "12"}, 12),
+    ({"dflash_config": {"block_size": None}, "block_size": 8}, 16),  # dflash_config's key wins, even null
+    ({"block_size": 0}, 16), ({"block_size": "x"}, 16),  # refused by _parse_optional_int: SGLang falls back to 16
+])
+def test_dflash_block_size_as_the_wheel_parses_it(draft_extra, tokens):
+    """0.5.23 speculative/dflash_utils.py:501-516, 608-617 and arg_groups/speculative_hook.py:389-420."""
+    draft = {k: v for k, v in DFLASH["draft_model_config"].items() if k not in ("block_size", "dflash_config")}
+    # a GQA target on a GPU whose backend keeps page 1: the pin is the target plus the draft tokens exactly
+    spec = dict(LLAMA8, context_target=50_000, gpu_compute_capability="12.0",
+                speculative=dict(DFLASH, num_draft_tokens=None, draft_model_config=dict(draft, **draft_extra)))
+    assert kv.plan(spec)["max_total_tokens"] == 50_000 + tokens
