@@ -148,3 +148,38 @@ def test_a_gpu_feature_transport_reserves_1_gib_more(tmp_path, capsys, version, 
     extra = GIB if logged == "1.10" else 0  # SGLANG_MM_FEATURE_CACHE_MB = 1024 MiB, at Kimi K2.6's 70,272-byte cell
     assert plain["max_total_num_tokens"] - with_transport["max_total_num_tokens"] == pytest.approx(
         extra / 70_272, abs=1)
+
+
+@pytest.mark.parametrize("draft_extra, flags, tokens, warning", [
+    ({"dflash_config": {"block_size": None}, "block_size": 8}, [], 16, "defaulting to 16"),  # the key wins, null
+    ({"block_size": "12"}, [], 12, None),  # int() of it
+    ({"block_size": 0}, [], 16, "DFLASH block_size must be positive, got 0."),
+    ({"block_size": "x"}, [], 16, "Invalid DFLASH block_size='x'."),
+    ({"block_size": 8}, ["--speculative-dflash-block-size", "10"], 10, None),  # the flag is the draft tokens
+])
+def test_dflash_draft_tokens_as_the_wheel_resolves_them(tmp_path, capsys, draft_extra, flags, tokens, warning):
+    """0.5.23 arg_groups/speculative_hook.py:368-420, speculative/dflash_utils.py:501-516, 608-617."""
+    draft = tmp_path / "draft"
+    draft.mkdir()
+    (draft / "config.json").write_text(json.dumps(dict(
+        {"architectures": ["DFlashDraftModel"], "num_hidden_layers": 5, "num_attention_heads": 32,
+         "num_key_value_heads": 8, "head_dim": 128, "hidden_size": 4096, "torch_dtype": "bfloat16"}, **draft_extra)))
+    argv = ["--model-path", model_dir(str(tmp_path), "kimi-k2.6"), "--tp-size", "8", "--trust-remote-code",
+            "--mem-fraction-static", "0.9", "--speculative-algorithm", "DFLASH",
+            "--speculative-draft-model-path", str(draft), *flags]
+    _, out = _boot(argv, _gpu(weights_gib_per_gpu=60.0), capsys)
+    assert re.search(r"Capture target verify CUDA graph begin\. backend=full, num_tokens_per_req=%d," % tokens, out)
+    if warning:
+        assert warning in out
+    else:
+        assert "DFLASH block_size" not in out and "defaulting to 16" not in out
+
+
+def test_dflash_block_size_and_a_different_draft_tokens_are_refused(tmp_path):
+    table = load_table(sim.release(_gpu()))
+    argv = ["--model-path", model_dir(str(tmp_path), "kimi-k2.6"), "--tp-size", "8", "--trust-remote-code",
+            "--speculative-algorithm", "DFLASH", "--speculative-draft-model-path", model_dir(str(tmp_path)),
+            "--speculative-dflash-block-size", "8", "--speculative-num-draft-tokens", "16"]
+    with pytest.raises(ValueError, match="Both --speculative-num-draft-tokens and --speculative-dflash-block-size "
+                                         "are set but they differ"):
+        boot(prepare_server_args(argv, table), _gpu(weights_gib_per_gpu=60.0), table)

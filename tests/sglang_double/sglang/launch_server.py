@@ -86,6 +86,42 @@ def _max_running_requests(args, tokens, context_len, version):
     return min(per_worker, tokens // 2), per_worker
 
 
+def _resolve_dflash_draft_tokens(args, draft_config):
+    """0.5.23 arg_groups/speculative_hook.py _handle_dflash (:368-420; 0.5.11 server_args.py:3358-3420):
+    --speculative-dflash-block-size is the draft tokens (a different --speculative-num-draft-tokens is refused);
+    unset, the draft's block_size (its dflash_config's key if present, even null, else the top level:
+    speculative/dflash_utils.py:608-617), int() of it, 16 with a warning when absent or unusable."""
+    block_flag = getattr(args, "speculative_dflash_block_size", None)
+    if block_flag is not None:
+        if int(block_flag) <= 0:
+            raise ValueError("DFLASH requires --speculative-dflash-block-size to be positive, got %s." % block_flag)
+        if args.speculative_num_draft_tokens is not None and int(args.speculative_num_draft_tokens) != int(block_flag):
+            raise ValueError(
+                "Both --speculative-num-draft-tokens and --speculative-dflash-block-size are set but they differ. "
+                "For DFLASH they must match. speculative_num_draft_tokens=%s, speculative_dflash_block_size=%s."
+                % (args.speculative_num_draft_tokens, block_flag))
+        args.speculative_num_draft_tokens = int(block_flag)
+    if args.speculative_num_draft_tokens is not None:
+        return
+    nested = draft_config.get("dflash_config")
+    raw = (nested if isinstance(nested, dict) else {}).get("block_size", draft_config.get("block_size"))
+    try:  # dflash_utils.py _parse_optional_int:501-516, its messages
+        try:
+            block = None if raw is None else int(raw)
+        except (TypeError, ValueError, OverflowError):
+            raise ValueError("Invalid DFLASH block_size=%r." % (raw,)) from None
+        if block is not None and block < 1:
+            raise ValueError("DFLASH block_size must be positive, got %d." % block)
+    except ValueError as error:
+        log("Failed to infer DFLASH block_size from draft model config; defaulting speculative_num_draft_tokens "
+            "to 16. Error: %s" % error)
+        block = None
+    if block is None:
+        block = 16
+        log("speculative_num_draft_tokens is not set; defaulting to %d for DFLASH." % block)
+    args.speculative_num_draft_tokens = block
+
+
 def boot(args, gpu, table, cluster=None):
     """Everything SGLang does before serving; returns the scheduler's view for the HTTP layer. With a `cluster`
     (multi-node), this node's ranks only, their MINs taken over every node."""
@@ -103,15 +139,8 @@ def boot(args, gpu, table, cluster=None):
         arch = (config.get("architectures") or ["Model"])[0]
         draft_config = dict(sim.language_config(config), architectures=[arch + "NextN"])
         draft_path = args.model_path
-    if algorithm in ("DFLASH", "DSPARK") and args.speculative_num_draft_tokens is None:
-        # 0.5.23 arg_groups/speculative_hook.py _handle_dflash: the draft's block_size (dflash_config, else
-        # top level: speculative/dflash_utils.py parse_dflash_draft_config), else 16 with a warning
-        block = ((draft_config or {}).get("dflash_config") or {}).get("block_size") or (draft_config or {}).get(
-            "block_size")
-        if block is None:
-            block = 16
-            log("speculative_num_draft_tokens is not set; defaulting to %d for DFLASH." % block)
-        args.speculative_num_draft_tokens = int(block)
+    if algorithm in ("DFLASH", "DSPARK"):
+        _resolve_dflash_draft_tokens(args, draft_config or {})
     fraction = args.mem_fraction_static
     if fraction is None:
         fraction = sim.default_mem_fraction_static(gpu["gpu_memory_mib"], args.tp_size, args.pp_size)
