@@ -101,6 +101,7 @@ DFLASH_DEFAULT_BLOCK = 16
 # Algorithms whose --speculative-num-steps/-eagle-topk/-num-draft-tokens SGLang resolves itself (0.5.9
 # server_args.py:2355, 2422-2450; 0.5.23 speculative/spec_info.py:262-264 is_eagle() or is_standalone()).
 EAGLE_FAMILY = ("EAGLE", "EAGLE3", "NEXTN", "STANDALONE")
+WIDE_EAGLE_ARCHS = ("LlamaForCausalLM", "Grok1ForCausalLM", "Grok1VForCausalLM")  # (5, 4, 8); every other: (3, 1, 4)
 
 
 def eagle_params(spec):
@@ -112,8 +113,7 @@ def eagle_params(spec):
     steps, topk, tokens = spec_cfg["num_steps"], spec_cfg["eagle_topk"], spec_cfg["num_draft_tokens"]
     if steps is None and topk is None and tokens is None:
         arch = ((spec["model_config"] or {}).get("architectures") or [""])[0]
-        wide = spec_cfg["algorithm"] != "STANDALONE" and arch in ("LlamaForCausalLM", "Grok1ForCausalLM",
-                                                                    "Grok1VForCausalLM")
+        wide = spec_cfg["algorithm"] != "STANDALONE" and arch in WIDE_EAGLE_ARCHS
         steps, topk, tokens = (5, 4, 8) if wide else (3, 1, 4)
     if topk == 1 and steps:
         tokens = steps + 1
