@@ -60,6 +60,9 @@ options:
         kept under what the server accepts, and fails unless the server counted at least 95% of it.
       - C(full) asks for as close to min(context length, pool) as the server accepts.
       - A number asks for that many tokens; more than the server accepts is refused before sending.
+      - What the server accepts is its context length less I(max_tokens) and, with an EAGLE-family draft, the
+        draft-token slots SGLang reserves per request (read from its server info), and under its
+        C(max_req_input_len).
     type: str
     default: target
   question:
