@@ -60,6 +60,9 @@ options:
         kept under what the server accepts, and fails unless the server counted at least 95% of it.
       - C(full) asks for as close to min(context length, pool) as the server accepts.
       - A number asks for that many tokens; more than the server accepts is refused before sending.
+      - What the server accepts is its context length less I(max_tokens) and, with an EAGLE-family draft, the
+        draft-token slots SGLang reserves per request (read from its server info), and under its
+        C(max_req_input_len).
     type: str
     default: target
   question:
@@ -420,10 +423,19 @@ class Client:
                 if data == "[DONE]":
                     break
                 chunk = _parse_json(self.url + path, data.encode())
-                if isinstance(chunk, dict) and chunk.get("error"):  # SGLang streams errors as a data event
+                # SGLang streams errors as a data event: the tokenizer's in 0.5.9, the scheduler's from 0.5.10 (its
+                # type "BAD_REQUEST", serving_completions.py 0.5.23:356-371; serving_base.py:223-237)
+                if isinstance(chunk, dict) and chunk.get("error"):
                     error = chunk["error"]
                     raise SmokeFailure("%s streamed an error: %s" % (
                         path, error.get("message") if isinstance(error, dict) else error))
+                aborted = next((c for c in chunk.get("choices") or [] if c.get("finish_reason") == "abort"), None)
+                if aborted is not None:
+                    # 0.5.9 passes a scheduler's refusal of a streamed request through as an empty chunk whose
+                    # finish_reason is "abort" (entrypoints/openai/serving_completions.py:204-300; 0.5.10+ sends
+                    # the error event above): the words are only in the server's log
+                    raise SmokeFailure("%s ended the streamed request with finish_reason abort: the server refused "
+                                       "or aborted it; its log (journalctl -u sglang) says why." % path)
                 if ttft is None and any(c.get("text") for c in chunk.get("choices") or []):
                     ttft = time.monotonic() - start
                     if on_first_text:
@@ -733,16 +745,36 @@ class PromptSizer:
         return self.text(repeats), counted
 
 
-def accepted_tokens(pool, max_req_input_len, context_length, max_tokens):
-    """The longest prompt SGLang takes: TokenizerManager wants input + max_tokens < context length,
-    the Scheduler input < max_req_input_len (which already holds min(context, pool) - 6)."""
-    limits = [pool - 6, context_length - max_tokens - 1]
+def reserved_tokens(info):
+    """The output slots SGLang adds to every input before its length checks: EAGLE (EAGLE3, NEXTN, FROZEN_KV_MTP)
+    keeps its draft tokens there, max(eagle_topk x num_steps, num_draft_tokens) (0.5.9
+    managers/tokenizer_manager.py:250-261; 0.5.23 managers/utils.py:484-500 compute_num_reserved_tokens, with
+    runtime_context.py:1982-2000 max_speculative_num_draft_tokens); every other algorithm reserves none. Read
+    from the server info, whose server_args are the resolved ones (auto-chosen steps, topk, draft tokens)."""
+    if not isinstance(info, dict):
+        return 0
+    algorithm = str(info.get("speculative_algorithm") or "").upper()
+    if algorithm not in ("EAGLE", "EAGLE3", "NEXTN", "FROZEN_KV_MTP"):
+        return 0
+
+    def number(key):
+        value = info.get(key)
+        return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
+    return max(number("speculative_eagle_topk") * number("speculative_num_steps"),
+               number("speculative_num_draft_tokens"), number("max_speculative_num_draft_tokens"))
+
+
+def accepted_tokens(pool, max_req_input_len, context_length, max_tokens, reserved=0):
+    """The longest prompt SGLang takes: TokenizerManager wants input + reserved < context length and
+    max_tokens + input + reserved <= context length (< before 0.5.11: the stricter one is kept), the Scheduler
+    input < max_req_input_len (which already holds min(context, pool) - 6)."""
+    limits = [pool - 6, context_length - max_tokens - reserved - 1]
     if max_req_input_len:
         limits.append(max_req_input_len - 1)
     return min(limits)
 
 
-def prompt_target(asked, accepted, params, context_length, max_req_input_len):
+def prompt_target(asked, accepted, params, context_length, max_req_input_len, reserved=0):
     """The prompt size to build; a number the server would refuse is refused here, before sending."""
     if asked == "full":
         return int(accepted - math.ceil(accepted * 0.005))
@@ -752,21 +784,24 @@ def prompt_target(asked, accepted, params, context_length, max_req_input_len):
         if aim < fill_to * TARGET_MIN:
             raise SmokeFailure(
                 "prompt_tokens=target needs at least %s tokens (95%% of %s) but the server accepts %s (context "
-                "length %s less max_tokens=%d, max_req_input_len %s): lower max_tokens or raise the context."
+                "length %s less max_tokens=%d%s, max_req_input_len %s): lower max_tokens or raise the context."
                 % (fmt(int(math.ceil(fill_to * TARGET_MIN))), fmt(fill_to), fmt(accepted), fmt(context_length),
-                   params["max_tokens"], fmt(max_req_input_len) if max_req_input_len else "unknown"))
+                   params["max_tokens"], " and %d the speculative draft reserves" % reserved if reserved else "",
+                   fmt(max_req_input_len) if max_req_input_len else "unknown"))
         return aim
     if asked > accepted:
         raise SmokeFailure(too_long("prompt_tokens=%d asks for %s tokens" % (asked, fmt(asked)), accepted,
-                                    context_length, max_req_input_len, params["max_tokens"]))
+                                    context_length, max_req_input_len, params["max_tokens"], reserved))
     return asked
 
 
-def too_long(what, accepted, context_length, max_req_input_len, max_tokens):
+def too_long(what, accepted, context_length, max_req_input_len, max_tokens, reserved=0):
     return ("%s, more than the %s this server accepts (context length %s tokens less max_tokens=%d for the "
-            "answer; max_req_input_len %s), so SGLang would refuse it with HTTP 400. Not sent: lower "
-            "prompt_tokens, or use 'target' or 'full'." % (what, fmt(accepted), fmt(context_length), max_tokens,
-                                                           fmt(max_req_input_len) if max_req_input_len else "unknown"))
+            "answer%s; max_req_input_len %s), so SGLang would refuse it with HTTP 400. Not sent: lower "
+            "prompt_tokens, or use 'target' or 'full'." % (
+                what, fmt(accepted), fmt(context_length), max_tokens,
+                " and %d the speculative draft reserves" % reserved if reserved else "",
+                fmt(max_req_input_len) if max_req_input_len else "unknown"))
 
 
 def long_request(client, model, prompt, max_tokens, stream, on_first_text=None):
@@ -811,14 +846,14 @@ def ready_server(params, result, progress, server, stage):
     model, context_length = served_model(server, info)
     result.update(pool_tokens=pool, max_req_input_len=max_req_input_len, context_length=context_length,
                   min_pool_tokens=max(context_length or 0, params.get("min_pool_tokens") or 0) or None)
-    return pool, max_req_input_len, model, context_length
+    return pool, max_req_input_len, model, context_length, reserved_tokens(info)
 
 
 def check_proof(params, result, progress, client, server):
     """The pool and context as proven, and one short needle prompt answered; any difference: CheckDifference."""
     checks = result["checks"]
-    pool, max_req_input_len, model, context_length = ready_server(params, result, progress, server,
-                                                                  "proof (check)")
+    pool, max_req_input_len, model, context_length, _reserved = ready_server(params, result, progress, server,
+                                                                             "proof (check)")
     differences = []
     if params.get("expect_pool_tokens") not in (None, pool):
         differences.append("pool %s tokens, proven %s" % (fmt(pool), fmt(params["expect_pool_tokens"])))
@@ -869,6 +904,12 @@ def decode_at_context(client, prompt, tokens):
                 error = event["error"]
                 raise SmokeFailure("/generate streamed an error: %s" % (
                     error.get("message") if isinstance(error, dict) else error))
+            reason = (event.get("meta_info") or {}).get("finish_reason") if isinstance(event, dict) else None
+            if isinstance(reason, dict) and reason.get("type") == "abort":
+                # a scheduler's refusal of a streamed /generate is its one event (tokenizer_manager.py: 0.5.9
+                # :1153-1163, 0.5.23 :1891-1922 _handle_abort_finish_reason)
+                raise SmokeFailure("/generate aborted the streamed request: %s" % (
+                    reason.get("message") or "no reason given (the server's log says why)"))
             last = time.monotonic()
             first = first or last
             meta = event.get("meta_info") or meta
@@ -922,11 +963,12 @@ def full_proof(params, result, progress, asked):
     server = (Client(params["info_url"], params["api_key"], params["timeout"], params["validate_certs"])
               if params.get("info_url") else client)
     checks = result["checks"]
-    pool, max_req_input_len, model, context_length = ready_server(params, result, progress, server, "proof")
+    pool, max_req_input_len, model, context_length, reserved = ready_server(params, result, progress, server,
+                                                                            "proof")
     check_capacity(params, checks, pool, context_length)
 
-    accepted = accepted_tokens(pool, max_req_input_len, context_length, params["max_tokens"])
-    target = prompt_target(asked, accepted, params, context_length, max_req_input_len)
+    accepted = accepted_tokens(pool, max_req_input_len, context_length, params["max_tokens"], reserved)
+    target = prompt_target(asked, accepted, params, context_length, max_req_input_len, reserved)
     result["prompt_target"] = target
     model = params["model"] or model
     sizer = PromptSizer(server, model, head, filler, tail)
@@ -937,7 +979,7 @@ def full_proof(params, result, progress, asked):
     if counted > accepted:
         how = "counted by the server's /tokenize" if sizer.has_tokenize else "estimated from short requests"
         raise SmokeFailure(too_long("The sized prompt has %s tokens (%s)" % (fmt(counted), how), accepted,
-                                    context_length, max_req_input_len, params["max_tokens"]))
+                                    context_length, max_req_input_len, params["max_tokens"], reserved))
 
     sent = time.time()
     progress.stage("proof: prefill started, %s prompt tokens" % fmt(counted), sent)

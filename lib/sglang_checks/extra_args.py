@@ -37,6 +37,28 @@ def one(knob, table, owners, item, what):
     return None
 
 
+def option_value(table, items, dest):
+    """The value the release's argparse gives `dest` from the extra arguments `items` (`--opt value` or
+    `--opt=value`, abbreviations resolved as argparse does; the last one wins), else None: how the planner learns
+    an option that changes the pool but is the operator's to set (--mm-feature-transport)."""
+    if not isinstance(items, (list, tuple)):
+        return None
+    value = None
+    for i, item in enumerate(items):
+        if not isinstance(item, str):
+            continue
+        kind, found = flags.resolve(item, table)
+        if kind == "end":
+            break
+        if kind != "option" or found != dest:
+            continue
+        if "=" in item:
+            value = item.split("=", 1)[1]
+        elif i + 1 < len(items) and isinstance(items[i + 1], str):
+            value = items[i + 1]
+    return value
+
+
 # The dests whose value is a secret: an item `--api-key=X` is shown without X.
 SECRET_DESTS = {"api_key", "admin_api_key", "ssl_keyfile_password", "control_plane_api_keys"}
 
@@ -75,6 +97,10 @@ SGLANG_OWNERS = {
     "--speculative-num-steps": "the plan sets from sglang_speculative.num_steps",
     "--speculative-eagle-topk": "the plan sets from sglang_speculative.eagle_topk",
     "--speculative-num-draft-tokens": "the plan sets from sglang_speculative.num_draft_tokens",
+    # DFLASH makes --speculative-num-draft-tokens this block size (0.5.11 server_args.py:3358-3374, 0.5.23
+    # arg_groups/speculative_hook.py:368-387), which widens the pin: the plan must know it
+    "--speculative-dflash-block-size": "sets DFLASH's --speculative-num-draft-tokens, which the plan sets from "
+                                       "sglang_speculative.num_draft_tokens",
     "--nnodes": "the plan sets from sglang_nodes",
     "--node-rank": "the plan sets from sglang_nodes",
     "--dist-init-addr": "the plan sets from sglang_dist_init_host and sglang_dist_init_port",

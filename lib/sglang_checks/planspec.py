@@ -8,6 +8,8 @@ planner's errors name the knob to change (lib/sglang_kvplan/spec.py).
 
 import sglang_kvplan
 
+from sglang_checks import extra_args, flags
+
 # Knobs whose value the spec takes as it is, under the knob's name less the prefix.
 KNOB_KEYS = ("model", "model_config", "weights_gib_per_gpu", "context_target", "tp_size", "pp_size", "dp_size",
              "enable_dp_attention", "kv_cache_dtype", "page_size", "version", "pool_policy",
@@ -16,7 +18,8 @@ KNOB_KEYS = ("model", "model_config", "weights_gib_per_gpu", "context_target", "
 # Every knob the spec reads (plan.yml passes exactly these; the check phase reads them from the inventory).
 KNOBS = tuple("sglang_" + key for key in KNOB_KEYS) + (
     "sglang_checkpoint_gib", "sglang_speculative", "sglang_pool_rules", "sglang_gpu_memory_mib",
-    "sglang_calibration", "sglang_nodes", "sglang_dist_init_host", "sglang_gpu_compute_capability")
+    "sglang_calibration", "sglang_nodes", "sglang_dist_init_host", "sglang_gpu_compute_capability",
+    "sglang_extra_args")
 # Only the role uses these speculative keys (where the draft comes from), not the planner.
 _ROLE_ONLY_SPECULATIVE = ("draft_model_hf_repo", "draft_model_hf_revision")
 
@@ -75,8 +78,16 @@ def spec(host, knobs, per_node, rank0_address, measured=None):
         post_load_avail_gib=calibration.get("post_load_avail_gib"),
         nnodes=node["nnodes"], node_rank=node["node_rank"],
         dist_init_host=dist_init_host(knobs, rank0_address),
-        limiting_node=server["limiting_node"])
+        limiting_node=server["limiting_node"],
+        mm_feature_transport=mm_feature_transport(knobs))
     return out, server, node
+
+
+def mm_feature_transport(knobs):
+    """--mm-feature-transport as the release's parser reads it from sglang_extra_args (the role renders them as
+    they are): the one extra option that changes the pool (lib/sglang_kvplan/memory.py mm_reserve_gib)."""
+    table = flags.sglang_table(knobs.get("sglang_version") or "")
+    return extra_args.option_value(table, knobs.get("sglang_extra_args"), "mm_feature_transport")
 
 
 def plan(spec_, server):

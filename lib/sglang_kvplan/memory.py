@@ -80,10 +80,19 @@ def is_multimodal(spec):
 
 
 def mm_reserve_gib(spec):
-    """GiB the release keeps out of the profile for a multimodal checkpoint's embedding cache (0.5.18+
-    mem_cache/kv_cache_configurator.py mm_runtime_reservation_gb, SGLANG_VLM_CACHE_SIZE_MB)."""
-    mib = spec["_rules"]["mm_reserve_mib"]
-    return mib / MIB_PER_GIB if mib and is_multimodal(spec) else 0.0
+    """GiB the release keeps out of the profile for a multimodal checkpoint (0.5.18+
+    mem_cache/kv_cache_configurator.py mm_runtime_reservation_gb, 0.5.23:202-219): its embedding cache
+    (SGLANG_VLM_CACHE_SIZE_MB), plus the GPU feature-transport pools (SGLANG_MM_FEATURE_CACHE_MB) when
+    --mm-feature-transport is cuda_ipc or cuda_vmm (the spec's mm_feature_transport, read from sglang_extra_args;
+    the release auto-selects it on multi-node GB200/GB300 MNNVL, arg_groups/serving_hook.py:810-858, which
+    the planner does not model)."""
+    rules = spec["_rules"]
+    if not rules["mm_reserve_mib"] or not is_multimodal(spec):
+        return 0.0
+    mib = rules["mm_reserve_mib"]
+    if spec.get("mm_feature_transport") in ("cuda_ipc", "cuda_vmm"):
+        mib += rules.get("mm_feature_reserve_mib") or 0
+    return mib / MIB_PER_GIB
 
 
 def profile_post(spec, post):

@@ -70,18 +70,54 @@ def _draft_extra_tokens(spec):
     spec_cfg = spec["speculative"]
     if not spec_cfg:
         return 0
+    if spec_cfg["algorithm"] in EAGLE_FAMILY:
+        return eagle_params(spec)[2]
     if spec_cfg["num_draft_tokens"]:
         return spec_cfg["num_draft_tokens"]
     draft = spec_cfg["draft_model_config"] or {}
     if spec_cfg["algorithm"] in ("DFLASH", "DSPARK"):
-        block = (draft.get("dflash_config") or {}).get("block_size") or draft.get("block_size")
-        # no block_size in the draft's config: every DFLASH release defaults to 16 ("speculative_num_draft_tokens
-        # is not set; defaulting to 16 for DFLASH": 0.5.11 server_args.py, 0.5.23 arg_groups/speculative_hook.py)
-        return block if isinstance(block, int) and not isinstance(block, bool) and block > 0 else DFLASH_DEFAULT_BLOCK
+        return dflash_block_size(draft)
     return 0
 
 
+def dflash_block_size(draft):
+    """The draft tokens SGLang infers for DFLASH when none is given: the draft config's block_size, from its
+    dflash_config when that has the key (even as null), else the top level (0.5.23 speculative/dflash_utils.py
+    parse_dflash_draft_config:608-617, _get_dflash_config:445-458; 0.5.11 :333-340), as int(); absent, null,
+    not a number or under 1 -> 16, with a warning ("speculative_num_draft_tokens is not set; defaulting to 16
+    for DFLASH", or "Failed to infer DFLASH block_size ...": 0.5.11 server_args.py:3383-3420, 0.5.23
+    arg_groups/speculative_hook.py:389-420)."""
+    nested = draft.get("dflash_config")
+    nested = nested if isinstance(nested, dict) else {}
+    raw = nested.get("block_size", draft.get("block_size"))
+    try:
+        block = None if raw is None else int(raw)
+    except (TypeError, ValueError, OverflowError):
+        block = None
+    return block if block is not None and block >= 1 else DFLASH_DEFAULT_BLOCK
+
+
 DFLASH_DEFAULT_BLOCK = 16
+# Algorithms whose --speculative-num-steps/-eagle-topk/-num-draft-tokens SGLang resolves itself (0.5.9
+# server_args.py:2355, 2422-2450; 0.5.23 speculative/spec_info.py:262-264 is_eagle() or is_standalone()).
+EAGLE_FAMILY = ("EAGLE", "EAGLE3", "NEXTN", "STANDALONE")
+WIDE_EAGLE_ARCHS = ("LlamaForCausalLM", "Grok1ForCausalLM", "Grok1VForCausalLM")  # (5, 4, 8); every other: (3, 1, 4)
+
+
+def eagle_params(spec):
+    """(num_steps, eagle_topk, num_draft_tokens) as SGLang resolves them: all three unset -> by architecture,
+    (5, 4, 8) for LlamaForCausalLM and Grok-1 (not STANDALONE), else (3, 1, 4) (0.5.9 server_args.py
+    auto_choose_speculative_params:5741-5775, 0.5.23 arg_groups/speculative_hook.py:1430-1461, the same in
+    every release); topk 1 -> num_draft_tokens = num_steps + 1 (0.5.9 :2443-2450, 0.5.23 :1255-1266)."""
+    spec_cfg = spec["speculative"]
+    steps, topk, tokens = spec_cfg["num_steps"], spec_cfg["eagle_topk"], spec_cfg["num_draft_tokens"]
+    if steps is None and topk is None and tokens is None:
+        arch = ((spec["model_config"] or {}).get("architectures") or [""])[0]
+        wide = spec_cfg["algorithm"] != "STANDALONE" and arch in WIDE_EAGLE_ARCHS
+        steps, topk, tokens = (5, 4, 8) if wide else (3, 1, 4)
+    if topk == 1 and steps:
+        tokens = steps + 1
+    return steps, topk, tokens or 0
 
 
 def _default_running_requests(spec, pool, target):

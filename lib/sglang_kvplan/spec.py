@@ -62,6 +62,9 @@ _KEYS = {
     "dist_init_port": ("port", None),
     "dist_timeout": ("pos_int", None),
     "limiting_node": ("host", None),
+    # --mm-feature-transport as the server gets it (sglang_extra_args): cuda_ipc/cuda_vmm reserve 1 GiB more of a
+    # multimodal checkpoint's KV budget (0.5.18+ mem_cache/kv_cache_configurator.py mm_runtime_reservation_gb).
+    "mm_feature_transport": ("transport", None),
 }
 
 # Keys normalize_spec adds (the release's rules, resolved once per plan); a normalised spec may be normalised again.
@@ -72,6 +75,7 @@ _DERIVED = {
     "nnodes": "the number of hosts in sglang_nodes",
     "node_rank": "this host's index in sglang_nodes",
     "limiting_node": "the node of sglang_nodes with the least free GPU memory",
+    "mm_feature_transport": "--mm-feature-transport in sglang_extra_args",
 }
 
 
@@ -134,6 +138,11 @@ def _check_value(key, kind, value):
                           % (_where(key), ", ".join(POOL_POLICIES), value))
     if kind == "speculative":
         return _check_speculative(value)
+    if kind == "transport":
+        if isinstance(value, str) and value:
+            return value
+        raise KVPlanError("%s: expected an --mm-feature-transport value (cpu, cuda_ipc, cuda_vmm), got %r."
+                          % (_where(key), value))
     if kind == "compute_cap":
         return _check_compute_capability(key, value)
     if kind.endswith("int"):

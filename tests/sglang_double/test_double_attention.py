@@ -127,3 +127,59 @@ def test_a_float32_checkpoint_is_served_as_float16(tmp_path, capsys):
     state, out = _boot(["--model-path", path, "--mem-fraction-static", "0.9"], _gpu(weights_gib_per_gpu=16.0), capsys)
     assert "dtype: torch.float16, #tokens: %d" % state["max_total_num_tokens"] in out
     assert state["max_total_num_tokens"] == _expected_pool(_gpu(weights_gib_per_gpu=16.0), 0.9, 8 * 256 * 32 * 2)
+
+
+@pytest.mark.parametrize("version, transport, logged", [
+    ("0.5.23", "cuda_ipc", "1.10"), ("0.5.23", "cuda_vmm", "1.10"), ("0.5.18", "cuda_ipc", "1.10"),
+    ("0.5.23", "cpu", "0.10"), ("0.5.17", "cuda_ipc", None),
+])
+def test_a_gpu_feature_transport_reserves_1_gib_more(tmp_path, capsys, version, transport, logged):
+    """0.5.18+ mm_runtime_reservation_gb (0.5.23 kv_cache_configurator.py:202-219): + SGLANG_MM_FEATURE_CACHE_MB
+    with --mm-feature-transport cuda_ipc|cuda_vmm; none before 0.5.18 (the flag exists from 0.5.16)."""
+    argv = ["--model-path", model_dir(str(tmp_path), "kimi-k2.6"), "--tp-size", "8", "--trust-remote-code",
+            "--mem-fraction-static", "0.9"]
+    gpu = _gpu(weights_gib_per_gpu=60.0, version=version)
+    with_transport, out = _boot(argv + ["--mm-feature-transport", transport], gpu, capsys)
+    plain, _ = _boot(argv, gpu, capsys)
+    if logged is None:
+        assert "Reserving" not in out and with_transport["max_total_num_tokens"] == plain["max_total_num_tokens"]
+        return
+    assert "Reserving %s GB of the KV budget" % logged in out
+    extra = GIB if logged == "1.10" else 0  # SGLANG_MM_FEATURE_CACHE_MB = 1024 MiB, at Kimi K2.6's 70,272-byte cell
+    assert plain["max_total_num_tokens"] - with_transport["max_total_num_tokens"] == pytest.approx(
+        extra / 70_272, abs=1)
+
+
+@pytest.mark.parametrize("draft_extra, flags, tokens, warning", [
+    ({"dflash_config": {"block_size": None}, "block_size": 8}, [], 16, "defaulting to 16"),  # the key wins, null
+    ({"block_size": "12"}, [], 12, None),  # int() of it
+    ({"block_size": 0}, [], 16, "DFLASH block_size must be positive, got 0."),
+    ({"block_size": "x"}, [], 16, "Invalid DFLASH block_size='x'."),
+    ({"block_size": 8}, ["--speculative-dflash-block-size", "10"], 10, None),  # the flag is the draft tokens
+])
+def test_dflash_draft_tokens_as_the_wheel_resolves_them(tmp_path, capsys, draft_extra, flags, tokens, warning):
+    """0.5.23 arg_groups/speculative_hook.py:368-420, speculative/dflash_utils.py:501-516, 608-617."""
+    draft = tmp_path / "draft"
+    draft.mkdir()
+    (draft / "config.json").write_text(json.dumps(dict(
+        {"architectures": ["DFlashDraftModel"], "num_hidden_layers": 5, "num_attention_heads": 32,
+         "num_key_value_heads": 8, "head_dim": 128, "hidden_size": 4096, "torch_dtype": "bfloat16"}, **draft_extra)))
+    argv = ["--model-path", model_dir(str(tmp_path), "kimi-k2.6"), "--tp-size", "8", "--trust-remote-code",
+            "--mem-fraction-static", "0.9", "--speculative-algorithm", "DFLASH",
+            "--speculative-draft-model-path", str(draft), *flags]
+    _, out = _boot(argv, _gpu(weights_gib_per_gpu=60.0), capsys)
+    assert re.search(r"Capture target verify CUDA graph begin\. backend=full, num_tokens_per_req=%d," % tokens, out)
+    if warning:
+        assert warning in out
+    else:
+        assert "DFLASH block_size" not in out and "defaulting to 16" not in out
+
+
+def test_dflash_block_size_and_a_different_draft_tokens_are_refused(tmp_path):
+    table = load_table(sim.release(_gpu()))
+    argv = ["--model-path", model_dir(str(tmp_path), "kimi-k2.6"), "--tp-size", "8", "--trust-remote-code",
+            "--speculative-algorithm", "DFLASH", "--speculative-draft-model-path", model_dir(str(tmp_path)),
+            "--speculative-dflash-block-size", "8", "--speculative-num-draft-tokens", "16"]
+    with pytest.raises(ValueError, match="Both --speculative-num-draft-tokens and --speculative-dflash-block-size "
+                                         "are set but they differ"):
+        boot(prepare_server_args(argv, table), _gpu(weights_gib_per_gpu=60.0), table)

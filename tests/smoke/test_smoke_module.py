@@ -202,3 +202,54 @@ def test_a_streamed_error_event_is_reported_with_the_servers_words():
             client.stream("/v1/completions", {"prompt": "x", "stream": True})
     finally:
         httpd.shutdown()
+
+
+# ---- EAGLE's reserved tokens and streamed refusals, as the real release answers them ----------------------
+
+EAGLE3_DRAFT = {"architectures": ["LlamaForCausalLMEagle3"], "num_hidden_layers": 1, "num_attention_heads": 32,
+                "num_key_value_heads": 8, "head_dim": 128, "hidden_size": 4096, "torch_dtype": "bfloat16"}
+
+
+def test_reserved_tokens_follow_the_resolved_server_args():
+    """max(topk x steps, draft tokens) for the EAGLE family (0.5.23 managers/utils.py:484-500), 0 otherwise."""
+    import sglang_smoke_test as module
+
+    eagle = {"speculative_algorithm": "EAGLE3", "speculative_eagle_topk": 4, "speculative_num_steps": 5,
+             "speculative_num_draft_tokens": 8}
+    assert module.reserved_tokens(eagle) == 20
+    assert module.reserved_tokens({**eagle, "speculative_eagle_topk": 1, "speculative_num_draft_tokens": 6}) == 6
+    assert module.reserved_tokens({**eagle, "speculative_algorithm": "NEXTN"}) == 20
+    assert module.reserved_tokens({**eagle, "max_speculative_num_draft_tokens": 32}) == 32
+    assert module.reserved_tokens({**eagle, "speculative_algorithm": "STANDALONE"}) == 0
+    assert module.reserved_tokens({**eagle, "speculative_algorithm": "DFLASH"}) == 0
+    assert module.reserved_tokens({"speculative_algorithm": None}) == module.reserved_tokens({}) == 0
+    assert module.accepted_tokens(10_000, 1994, 2000, 32, 20) == 2000 - 32 - 20 - 1
+
+
+def test_a_full_prompt_leaves_eagles_reserved_tokens_free(smoke, double, tmp_path):
+    """EAGLE3 on Llama with no parameters: SGLang picks (5 steps, topk 4, 8 tokens) and reserves 20 slots per
+    request; a 'full' prompt that ignored them (0.5% under context - max_tokens, 10 tokens here) is refused."""
+    draft = tmp_path / "draft"
+    draft.mkdir()
+    (draft / "config.json").write_text(__import__("json").dumps(EAGLE3_DRAFT))
+    flags = ["--context-length", "2000", "--speculative-algorithm", "EAGLE3",
+             "--speculative-draft-model-path", str(draft)]
+    with double(flags, preset="llama-3.1-8b") as (url, _):
+        rc, result = smoke(url=url, prompt_tokens="full", question="fox")
+    assert rc == 0, result.get("msg")
+    assert result["prompt_tokens"] <= 2000 - 32 - 20 - 1
+
+
+@pytest.mark.parametrize("version, words", [
+    ("0.5.23", "/v1/completions streamed an error: Input length (995 tokens) exceeds the maximum allowed length"),
+    ("0.5.9", "/v1/completions ended the streamed request with finish_reason abort")])
+def test_a_streamed_scheduler_refusal_fails_the_stream_in_each_release(double, version, words):
+    """0.5.10+ sends an error event typed BAD_REQUEST (serving_completions.py 0.5.23:356-371); 0.5.9 an empty
+    chunk with finish_reason abort. Either is a failure naming what happened, never an empty answer."""
+    import sglang_smoke_test as module
+
+    with double(["--context-length", "1000"], {"version": version}, preset="llama-3.1-8b") as (url, _):
+        client = module.Client(url, timeout=20)
+        with pytest.raises(module.SmokeFailure, match=re.escape(words)):
+            client.stream("/v1/completions", {"prompt": [1] * 995, "max_tokens": 1, "stream": True,
+                                              "stream_options": {"include_usage": True}})

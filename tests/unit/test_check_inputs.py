@@ -135,3 +135,32 @@ def test_worker_urls_bracket_ipv6_only():
 def test_gpus_per_node_counts_data_parallel_ranks_unless_dp_attention(tp, pp, dp, dp_attention, nodes, gpus):
     # SGLang 0.5.23 managers/data_parallel_controller.py: each DP rank starts tp x pp GPUs further on
     assert planspec.gpus_per_node(tp, pp, dp, dp_attention, nodes) == gpus
+
+
+@pytest.mark.parametrize("items, value", [
+    (["--mm-feature-transport", "cuda_ipc"], "cuda_ipc"),
+    (["--mm-feature-transport=cuda_vmm"], "cuda_vmm"),
+    (["--mm-feature-trans", "cuda_ipc"], "cuda_ipc"),  # argparse's abbreviation
+    (["--mm-feature-transport", "cpu", "--enable-metrics", "--mm-feature-transport", "cuda_ipc"], "cuda_ipc"),
+    (["--enable-metrics"], None),
+    (["--", "--mm-feature-transport", "cuda_ipc"], None),
+])
+def test_the_planner_reads_mm_feature_transport_from_the_extra_args(items, value):
+    knobs = {"sglang_version": "0.5.23", "sglang_extra_args": items}
+    assert planspec.mm_feature_transport(knobs) == value
+
+
+def test_a_release_without_mm_feature_transport_reads_none():
+    assert planspec.mm_feature_transport({"sglang_version": "0.5.9",
+                                          "sglang_extra_args": ["--mm-feature-transport", "cuda_ipc"]}) is None
+
+
+def test_the_spec_carries_the_transport_to_the_planner():
+    knobs = {name: None for name in planspec.KNOBS}
+    knobs.update(sglang_model="kimi-k2.6", sglang_tp_size=8, sglang_version="0.5.23", sglang_context_target=100_000,
+                 sglang_gpu_memory_mib=97_887, sglang_extra_args=["--mm-feature-transport", "cuda_ipc"])
+    per_node = [planspec.node_inputs("h", knobs, {})]
+    spec, server, _ = planspec.spec("h", knobs, per_node, "h")
+    assert spec["mm_feature_transport"] == "cuda_ipc"
+    plain = planspec.plan(dict(spec, mm_feature_transport=None), server)
+    assert plain["headroom_gib"] - planspec.plan(spec, server)["headroom_gib"] == pytest.approx(1.0, abs=0.0011)

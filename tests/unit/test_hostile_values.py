@@ -418,10 +418,15 @@ OWNED = [("--host", "sglang_host"), ("--hos", "sglang_host"), ("--host=0.0.0.0",
          ("--speculative-draft-model", "sglang_speculative.draft_model_path"), ("--nnodes", "sglang_nodes"),
          ("--nccl-init-addr", "sglang_dist_init_host"), ("--config", "its --config file"),
          ("--admin-api-key=x", "every local user reads argv"), ("--dp-size", "sglang_dp_size")]
+# DFLASH's block size is its draft tokens (0.5.23 arg_groups/speculative_hook.py:368-387): from 0.5.11 only
+OWNED_FROM_0_5_11 = [("--speculative-dflash-block-size", "sglang_speculative.num_draft_tokens"),
+                     ("--speculative-dflash-block", "sglang_speculative.num_draft_tokens")]
 
 
-@pytest.mark.parametrize("version", ["0.5.9", "0.5.23"])
-@pytest.mark.parametrize("arg, owner", OWNED, ids=[arg for arg, _ in OWNED])
+@pytest.mark.parametrize("version, arg, owner", [(version, arg, owner) for version in ("0.5.9", "0.5.23")
+                                                 for arg, owner in OWNED] +
+                         [("0.5.11", arg, owner) for arg, owner in OWNED_FROM_0_5_11] +
+                         [("0.5.23", arg, owner) for arg, owner in OWNED_FROM_0_5_11])
 def test_an_extra_argument_that_reaches_an_owned_option_names_its_owner(version, arg, owner):
     line = sentence_for("sglang_extra_args", refused(sglang_version=version, sglang_extra_args=[arg, "1"]))
     assert owner in line and "remove it from sglang_extra_args" in line, line

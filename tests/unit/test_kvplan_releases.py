@@ -148,3 +148,47 @@ def test_a_dflash_draft_without_block_size_gets_sglangs_16_draft_tokens():
     spec = dict(CT200, speculative=dict(DFLASH, num_draft_tokens=None, draft_model_config=draft))
     # 100,032 (a whole number of 64-token pages) + 16 draft tokens -> the next page
     assert kv.plan(dict(spec, context_target=100_032))["max_total_tokens"] == 100_096
+
+
+@pytest.mark.parametrize("model, params, extra", [
+    ("llama-3.1-8b", {}, 8),  # LlamaForCausalLM: SGLang picks (5 steps, topk 4, 8 draft tokens)
+    ("qwen3-32b", {}, 4),  # every other architecture: (3, 1, 4)
+    ("llama-3.1-8b", {"num_steps": 2, "eagle_topk": 1, "num_draft_tokens": 6}, 3),  # topk 1: steps + 1
+])
+def test_eagles_draft_tokens_as_sglang_resolves_them(model, params, extra):
+    """0.5.9 server_args.py:2422-2450 / 0.5.23 arg_groups/speculative_hook.py:1159-1174, 1255-1266, 1430-1461:
+    the request table (and so the pin) widens by the resolved --speculative-num-draft-tokens."""
+    eagle = dict({"algorithm": "EAGLE3", "draft_model_path": "/srv/models/eagle3"}, **params)
+    spec = {"model": model, "gpu_memory_mib": B200_MIB, "checkpoint_gib": 16.0 if "8b" in model else 65.0,
+            "context_target": 40_960, "speculative": eagle, "gpu_compute_capability": "12.0"}
+    assert kv.plan(spec)["max_total_tokens"] == 40_960 + extra
+
+
+@pytest.mark.parametrize("version, transport, reserved_mib", [
+    ("0.5.23", "cuda_ipc", 100 + 1024), ("0.5.23", "cuda_vmm", 100 + 1024), ("0.5.18", "cuda_ipc", 100 + 1024),
+    ("0.5.23", "cpu", 100), ("0.5.23", None, 100),
+    ("0.5.17", "cuda_ipc", 0),  # the flag exists from 0.5.16, the reserve from 0.5.18
+])
+def test_a_gpu_feature_transport_reserves_1_gib_more(version, transport, reserved_mib):
+    """0.5.23 mem_cache/kv_cache_configurator.py:202-219 mm_runtime_reservation_gb: SGLANG_VLM_CACHE_SIZE_MB,
+    plus SGLANG_MM_FEATURE_CACHE_MB with --mm-feature-transport cuda_ipc or cuda_vmm."""
+    config = dict(kv.load_presets()["llama-3.1-8b"]["config"], architectures=["Qwen2_5_VLForConditionalGeneration"])
+    spec = dict(LLAMA8, model=None, model_config=config, context_target=50_000, version=version,
+                gpu_compute_capability="12.0", mm_feature_transport=transport)
+    with_reserve = kv.plan(spec)["headroom_gib"]
+    plain = kv.plan(dict(spec, model_config=dict(config, architectures=["LlamaForCausalLM"])))["headroom_gib"]
+    assert plain - with_reserve == pytest.approx(reserved_mib / 1024, abs=0.0011)
+
+
+@pytest.mark.parametrize("draft_extra, tokens", [
+    ({"dflash_config": {"block_size": 8}}, 8), ({"block_size": 10}, 10), ({"block_size": "12"}, 12),
+    ({"dflash_config": {"block_size": None}, "block_size": 8}, 16),  # dflash_config's key wins, even null
+    ({"block_size": 0}, 16), ({"block_size": "x"}, 16),  # refused by _parse_optional_int: SGLang falls back to 16
+])
+def test_dflash_block_size_as_the_wheel_parses_it(draft_extra, tokens):
+    """0.5.23 speculative/dflash_utils.py:501-516, 608-617 and arg_groups/speculative_hook.py:389-420."""
+    draft = {k: v for k, v in DFLASH["draft_model_config"].items() if k not in ("block_size", "dflash_config")}
+    # a GQA target on a GPU whose backend keeps page 1: the pin is the target plus the draft tokens exactly
+    spec = dict(LLAMA8, context_target=50_000, gpu_compute_capability="12.0",
+                speculative=dict(DFLASH, num_draft_tokens=None, draft_model_config=dict(draft, **draft_extra)))
+    assert kv.plan(spec)["max_total_tokens"] == 50_000 + tokens

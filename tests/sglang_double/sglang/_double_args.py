@@ -162,3 +162,39 @@ def check_speculative_algorithm(table, name):
     if name.upper() not in rule["values"]:
         raise ValueError(f"Unknown speculative algorithm name: {name}")
     return name.upper()
+
+
+# EAGLE-family parameter resolution (0.5.9 srt/server_args.py:2422-2450 and auto_choose_speculative_params
+# :5741-5775; 0.5.23 arg_groups/speculative_hook.py:1159-1174, 1255-1266 and _auto_choose_speculative_params
+# :1430-1461, reached for is_eagle() or is_standalone(), speculative/spec_info.py:262-264): all three unset ->
+# (steps, topk, draft tokens) by architecture; topk 1 -> draft tokens = steps + 1. /server_info then reports the
+# resolved values, as the real one does (its server_args are the resolved ones).
+EAGLE_FAMILY = ("EAGLE", "EAGLE3", "NEXTN", "STANDALONE")
+# speculative/spec_info.py is_eagle() (0.5.9:36-38 EAGLE, EAGLE3; 0.5.12+ adds FROZEN_KV_MTP; NEXTN is EAGLE:
+# 0.5.9 server_args.py:2352 rewrites it, 0.5.23 spec_info.py:60-61 maps the alias)
+RESERVING = ("EAGLE", "EAGLE3", "NEXTN", "FROZEN_KV_MTP")
+
+
+def resolve_speculative(args, config):
+    algorithm = (args.speculative_algorithm or "").upper()
+    if algorithm not in EAGLE_FAMILY:
+        return
+    if args.speculative_num_steps is None and args.speculative_eagle_topk is None \
+            and args.speculative_num_draft_tokens is None:
+        arch = (config.get("architectures") or [""])[0]
+        wide = algorithm != "STANDALONE" and arch in ("LlamaForCausalLM", "Grok1ForCausalLM", "Grok1VForCausalLM")
+        (args.speculative_num_steps, args.speculative_eagle_topk,
+         args.speculative_num_draft_tokens) = (5, 4, 8) if wide else (3, 1, 4)
+    if args.speculative_eagle_topk == 1 and args.speculative_num_steps is not None:
+        args.speculative_num_draft_tokens = args.speculative_num_steps + 1
+
+
+def num_reserved_tokens(args):
+    """Output slots the tokenizer adds to every input before its length checks: EAGLE stores its draft tokens
+    there (0.5.9 managers/tokenizer_manager.py:250-261; 0.5.17+ managers/utils.py compute_num_reserved_tokens,
+    0.5.23:484-500, with max_speculative_num_draft_tokens = the draft tokens for a non-adaptive draft,
+    runtime_context.py:1982-2000)."""
+    if (args.speculative_algorithm or "").upper() not in RESERVING:
+        return 0
+    return max((args.speculative_eagle_topk or 0) * (args.speculative_num_steps or 0),
+               args.speculative_num_draft_tokens or 0)

@@ -5,7 +5,10 @@ The simulated GPU is a JSON file named by SGLANG_DOUBLE_GPU (only molecule, the 
 it). Every key, with its default:
 
   version                  "0.5.23"  the SGLang release impersonated: its flag table (argument parser), its
-                                     log wording and its pool rules. "0.5.9" for the older release.
+                                     log wording and its pool rules. "0.5.9" for the older release; any
+                                     other 0.5.x keeps 0.5.23's table and pool rules but takes that release's
+                                     request checks and refusal shapes, --max-running-requests and multimodal
+                                     reserve (_double_http.py, launch_server.py, _double_multimodal.py).
   pre_load_avail_gib       85.334    free GiB on (this node's) least-free rank before the weights load, as the GPU
                                      would show it to an empty process (ct200)
   in_use_before_load_gib   0.0       GiB something else already holds on every GPU when SGLang starts

@@ -15,7 +15,19 @@ ANIMALS = ("dog", "fox", "cat", "cow", "horse", "mouse", "bird", "fish", "sheep"
 
 
 class BadRequest(Exception):
-    pass
+    """A request the TokenizerManager refuses (a ValueError from _validate_one_request) before the scheduler."""
+
+
+class Aborted(BadRequest):
+    """A request the Scheduler refuses (managers/utils.py validate_input_length): it finishes at once with
+    FINISH_ABORT(message, 400, "BadRequestError") and one input token (managers/schedule_batch.py
+    set_finish_with_abort: origin_input_ids = [0]; 0.5.9:1180-1190, 0.5.23:2221-2238)."""
+
+
+def release_tuple(version):
+    """(0, 5, 23) for "0.5.23+double", (0, 5, 10) for "0.5.10.post1": which release's HTTP rules apply."""
+    found = re.match(r"(\d+)\.(\d+)\.(\d+)", str(version or ""))
+    return tuple(int(part) for part in found.groups()) if found else (0, 5, 23)
 
 
 def answer_text(prompt):
@@ -117,18 +129,26 @@ class Server:
         """Validate as TokenizerManager and Scheduler do, 'prefill' at the simulated speed, answer."""
         ids = prompt if isinstance(prompt, list) else tokenize(prompt)
         n, ctx = len(ids), self.state["context_len"]
-        if n >= ctx:
-            raise BadRequest("The input (%d tokens) is longer than the model's context length (%d tokens)." % (n, ctx))
-        if max_new_tokens and n + max_new_tokens >= ctx:
+        # TokenizerManager._validate_one_request (0.5.9 managers/tokenizer_manager.py:755-803, 0.5.23:1325-1378):
+        # the input counts EAGLE's reserved output slots; input + max_new_tokens may equal the context from 0.5.11
+        # on (`>`), not before (0.5.9 and 0.5.10 refuse it with `>=`).
+        counted = n + int(self.state.get("num_reserved_tokens") or 0)
+        if counted >= ctx:
+            raise BadRequest("The input (%d tokens) is longer than the model's context length (%d tokens)."
+                             % (counted, ctx))
+        at_limit_refused = release_tuple(self.state.get("version")) < (0, 5, 11)
+        if max_new_tokens is not None and (max_new_tokens + counted > ctx or
+                                           (at_limit_refused and max_new_tokens + counted == ctx)):
             raise BadRequest(
                 "Requested token count exceeds the model's maximum context length of %d tokens. You requested a "
                 "total of %d tokens: %d tokens from the input messages and %d tokens for the completion. Please "
                 "reduce the number of tokens in the input messages or the completion to fit within the limit."
-                % (ctx, n + max_new_tokens, n, max_new_tokens))
+                % (ctx, counted + max_new_tokens, counted, max_new_tokens))
+        # Scheduler (managers/utils.py validate_input_length, 0.5.23:259-289): the raw input, no reserve
         limit = self.state["max_req_input_len"]
         if n >= limit:
-            raise BadRequest("Input length (%d tokens) exceeds the maximum allowed length (%d tokens). Use a shorter "
-                             "input or enable --allow-auto-truncate." % (n, limit))
+            raise Aborted("Input length (%d tokens) exceeds the maximum allowed length (%d tokens). Use a shorter "
+                          "input or enable --allow-auto-truncate." % (n, limit))
         time.sleep(n / float(self.gpu["prefill_tokens_per_s"]))
         text = "" if isinstance(prompt, list) else prompt
         if self.gpu.get("visible_tokens"):  # a server that silently drops early context (a fault to inject)
@@ -164,7 +184,8 @@ class Handler(BaseHTTPRequestHandler):
         self.wfile.write(body)
 
     def _openai_error(self, message, status=400):
-        self._send(status, {"object": "error", "message": message, "type": "BadRequest", "param": None,
+        # serving_base.py create_error_response (0.5.9:210-226, 0.5.23:205-221): ErrorResponse, "BadRequestError"
+        self._send(status, {"object": "error", "message": message, "type": "BadRequestError", "param": None,
                             "code": status})
 
     def _authorized(self):
@@ -227,6 +248,20 @@ class Handler(BaseHTTPRequestHandler):
             return self.do_GET()
         self._send(404, {"detail": "Not Found"})
 
+    def _start_stream(self):
+        self.send_response(200)
+        self.send_header("content-type", "text/event-stream")
+        self.send_header("connection", "close")
+        self.end_headers()
+
+    def _event(self, payload):
+        self.wfile.write(b"data: " + json.dumps(payload).encode() + b"\n\n")
+        self.wfile.flush()
+
+    def _end_stream(self):
+        self.wfile.write(b"data: [DONE]\n\n")
+        self.close_connection = True
+
     def _generate(self, body):
         """/generate: one JSON object, or with stream=true "data: {...}" events whose text and meta_info are
         cumulative (0.5.23 entrypoints/http_server.py generate_request), then "data: [DONE]"."""
@@ -236,8 +271,28 @@ class Handler(BaseHTTPRequestHandler):
             n, out, finish, step = app.generate(body.get("input_ids") or body.get("text", ""),
                                                 params.get("max_new_tokens", 128), bool(params.get("ignore_eos")),
                                                 stream=stream)
+        except Aborted as error:
+            if not stream:  # the tokenizer raises the abort as a ValueError (0.5.23 tokenizer_manager.py:1916-1918)
+                return self._send(400, {"error": {"message": str(error)}})
+            # streamed, the abort is the request's one output: finish_reason abort, then [DONE]
+            # (0.5.9 tokenizer_manager.py:1153-1163, 0.5.23 :1891-1922; http_server.py generate_request)
+            self._start_stream()
+            self._event({"text": "", "output_ids": [], "meta_info": {
+                "id": uuid.uuid4().hex, "finish_reason": {"type": "abort", "message": str(error), "status_code": 400,
+                                                          "err_type": "BadRequestError"},
+                "prompt_tokens": 1, "completion_tokens": 0, "cached_tokens": 0}})
+            return self._end_stream()
         except BadRequest as error:
-            return self._send(400, {"error": {"message": str(error)}})
+            if not stream:  # http_server.py _create_error_response (0.5.9:683, 0.5.23:2246-2250)
+                return self._send(400, {"error": {"message": str(error)}})
+            # streamed: HTTP 200 and one error event (0.5.9 http_server.py:662-667 {"message"}; 0.5.13+ adds
+            # type/code/retryable, 0.5.23:957-975)
+            error_body = {"message": str(error)}
+            if release_tuple(app.state.get("version")) >= (0, 5, 13):
+                error_body.update(type="invalid_request_error", code=400, retryable=False)
+            self._start_stream()
+            self._event({"error": error_body})
+            return self._end_stream()
         rid = uuid.uuid4().hex
 
         def event(count, done):
@@ -249,48 +304,65 @@ class Handler(BaseHTTPRequestHandler):
             return {"text": text, "output_ids": tokenize(text, False), "meta_info": meta}
         if not stream:
             return self._send(200, event(len(out), True))
-        self.send_response(200)
-        self.send_header("content-type", "text/event-stream")
-        self.send_header("connection", "close")
-        self.end_headers()
+        self._start_stream()
         for count in range(1, len(out) + 1):
             time.sleep(step)
-            self.wfile.write(b"data: " + json.dumps(event(count, count == len(out))).encode() + b"\n\n")
-            self.wfile.flush()
-        self.wfile.write(b"data: [DONE]\n\n")
-        self.close_connection = True
+            self._event(event(count, count == len(out)))
+        self._end_stream()
 
     def _completions(self, body):
         app = self.app
         prompt = body.get("prompt", "")
         if isinstance(prompt, list) and prompt and isinstance(prompt[0], str):
             prompt = prompt[0]
+        stream = bool(body.get("stream"))
+        include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
+        rid, created = "cmpl-" + uuid.uuid4().hex, int(time.time())
+        head = {"id": rid, "object": "text_completion", "created": created, "model": body.get("model", app.model_name)}
+        since_0510 = release_tuple(app.state.get("version")) >= (0, 5, 10)
         try:
             n, out, finish, _ = app.generate(prompt, int(body.get("max_tokens", 16)))
+        except Aborted as error:
+            if not stream:  # non-streamed: the abort is a ValueError, HTTP 400 (serving_completions.py:518-519)
+                return self._openai_error(str(error))
+            self._start_stream()  # the abort is the stream's first chunk: HTTP 200 is already on its way
+            if since_0510:
+                # 0.5.10+ serving_completions.py (0.5.23:356-371): an abort with a status code becomes an error
+                # event, its type the status's name (create_streaming_error_response(message, code.name, code.value))
+                self._event({"error": {"object": "error", "message": str(error), "type": "BAD_REQUEST",
+                                       "param": None, "code": 400}})
+            else:
+                # 0.5.9 serving_completions.py:204-300 passes the abort through as an empty chunk
+                self._event({**head, "choices": [{"index": 0, "text": "", "logprobs": None, "finish_reason": "abort",
+                                                  "matched_stop": None}], "usage": None})
+            if include_usage:  # the loop ended normally: the usage chunk follows (0.5.23:478-494)
+                self._event({**head, "choices": [], "usage": {"prompt_tokens": 1, "total_tokens": 1,
+                                                              "completion_tokens": 0}})
+            return self._end_stream()
         except BadRequest as error:
+            if stream and not since_0510:
+                # 0.5.9 starts the stream before validating (serving_completions.py:171-182): the tokenizer's
+                # ValueError arrives as an error event (:362-364, serving_base.py:228-242)
+                self._start_stream()
+                self._event({"error": {"object": "error", "message": str(error), "type": "BadRequestError",
+                                       "param": None, "code": 400}})
+                return self._end_stream()
+            # 0.5.10+ kick-starts the generator before HTTP 200 (0.5.23 serving_completions.py:208-212): HTTP 400
             return self._openai_error(str(error))
-        rid, created = "cmpl-" + uuid.uuid4().hex, int(time.time())
         usage = {"prompt_tokens": n, "total_tokens": n + len(out), "completion_tokens": len(out),
                  "prompt_tokens_details": None, "reasoning_tokens": 0}
-        head = {"id": rid, "object": "text_completion", "created": created, "model": body.get("model", app.model_name)}
-        if not body.get("stream"):
+        if not stream:
             return self._send(200, {**head, "choices": [{"index": 0, "text": "".join(out), "logprobs": None,
                                                          "finish_reason": finish, "matched_stop": None}],
                                     "usage": usage})
-        self.send_response(200)
-        self.send_header("content-type", "text/event-stream")
-        self.send_header("connection", "close")
-        self.end_headers()
+        self._start_stream()
         for i, piece in enumerate(out):
-            chunk = {**head, "choices": [{"index": 0, "text": piece, "logprobs": None,
-                                          "finish_reason": finish if i == len(out) - 1 else None,
-                                          "matched_stop": None}], "usage": None}
-            self.wfile.write(b"data: " + json.dumps(chunk).encode() + b"\n\n")
-            self.wfile.flush()
-        if (body.get("stream_options") or {}).get("include_usage"):
-            self.wfile.write(b"data: " + json.dumps({**head, "choices": [], "usage": usage}).encode() + b"\n\n")
-        self.wfile.write(b"data: [DONE]\n\n")
-        self.close_connection = True
+            self._event({**head, "choices": [{"index": 0, "text": piece, "logprobs": None,
+                                              "finish_reason": finish if i == len(out) - 1 else None,
+                                              "matched_stop": None}], "usage": None})
+        if include_usage:
+            self._event({**head, "choices": [], "usage": usage})
+        self._end_stream()
 
 
 def serve(args, gpu, state, log):

@@ -10,6 +10,7 @@ cuda_vmm.
 """
 
 import os
+import re
 
 # configs/model_config.py multimodal_model_archs (0.5.23)
 MULTIMODAL_ARCHS = (
@@ -57,9 +58,15 @@ def is_multimodal(config, args):
     return bool(enabled) and (bool(set(archs) & set(MULTIMODAL_ARCHS)) or nested)
 
 
-def mm_reservation_gib(config, args, release_name):
-    """GiB 0.5.23 keeps out of the KV budget (0.5.9: none)."""
+def mm_reservation_gib(config, args, release_name, version=None):
+    """GiB the release keeps out of the KV budget: from 0.5.18 (mm_runtime_reservation_gb, 0.5.23
+    mem_cache/kv_cache_configurator.py:202-219, subtracted at :3034-3038), none before (0.5.9 to 0.5.17 allocate
+    the embedding cache later, out of the headroom). --mm-feature-transport exists from 0.5.16 (cpu, cuda_ipc;
+    cuda_vmm from 0.5.18) but reserves nothing before 0.5.18."""
     if release_name == "0.5.9" or not is_multimodal(config, args):
+        return 0.0
+    found = re.match(r"(\d+)\.(\d+)\.(\d+)", str(version or ""))
+    if found and tuple(int(part) for part in found.groups()) < (0, 5, 18):
         return 0.0
     reserved = int(os.environ.get("SGLANG_VLM_CACHE_SIZE_MB", "100"))
     if getattr(args, "mm_feature_transport", None) in ("cuda_ipc", "cuda_vmm"):

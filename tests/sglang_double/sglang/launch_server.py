@@ -21,11 +21,18 @@ from datetime import datetime
 
 from sglang import __version__
 from sglang import _double_gpu as sim
-from sglang._double_args import build_parser, check_speculative_algorithm, load_table, server_args
+from sglang._double_args import (
+    build_parser,
+    check_speculative_algorithm,
+    load_table,
+    num_reserved_tokens,
+    resolve_speculative,
+    server_args,
+)
 from sglang._double_attention import attn_dp_size, resolve_dp_attention, resolve_page_size
 from sglang._double_boot import Boot, BootError, check_tokenizer, kv_dtype_name, log, read_config
 from sglang._double_config import ConfigArgumentMerger
-from sglang._double_http import serve, serve_dummy_health
+from sglang._double_http import release_tuple, serve, serve_dummy_health
 from sglang._double_multimodal import mm_reservation_gib
 from sglang._double_nodes import Cluster, check_launch, init_parallel
 
@@ -55,12 +62,64 @@ def _context_len(args, config):
     return context_len
 
 
-def _max_running_requests(args, tokens, context_len):
-    """0.5.9 init_memory_pool / 0.5.23 KVCacheConfigurator.resolve_max_num_reqs."""
+def _max_running_requests(args, tokens, context_len, version):
+    """(max running requests per DP worker, the requested number per worker or None), as the release resolves it.
+    Unset, every release takes min(estimated, pool // 2). A given --max-running-requests is
+    - 0.5.9: given // dp_size, never capped by the pool (model_executor/model_runner.py:593-600; the request
+      table is sized to the given number, model_runner_kv_cache_mixin.py:340, 473-476);
+    - 0.5.10 to 0.5.13.post1: min(given // dp_size, estimated) (model_runner_kv_cache_mixin.py
+      _resolve_max_num_reqs, 0.5.10:840-851);
+    - 0.5.14 to 0.5.22: min(given // attn_dp_size, pool // 2), with a warning when reduced (0.5.14
+      model_runner_kv_cache_mixin.py:981-1017; 0.5.16+ mem_cache/kv_cache_configurator.py resolve_max_num_reqs);
+    - 0.5.23: the same with at least 1 per worker (kv_cache_configurator.py:3119-3172)."""
     estimated = min(max(int(tokens / context_len * 512), 2048), 4096)
     if args.max_running_requests is None:
-        return min(estimated, tokens // 2)
-    return min(max(1, args.max_running_requests // attn_dp_size(args)), tokens // 2)
+        return min(estimated, tokens // 2), None
+    release = release_tuple(version)
+    per_worker = args.max_running_requests // attn_dp_size(args)
+    if release < (0, 5, 10):
+        return per_worker, None
+    if release < (0, 5, 14):
+        return min(per_worker, estimated), None
+    if release >= (0, 5, 23):
+        per_worker = max(1, per_worker)
+    return min(per_worker, tokens // 2), per_worker
+
+
+def _resolve_dflash_draft_tokens(args, draft_config):
+    """0.5.23 arg_groups/speculative_hook.py _handle_dflash (:368-420; 0.5.11 server_args.py:3358-3420):
+    --speculative-dflash-block-size is the draft tokens (a different --speculative-num-draft-tokens is refused);
+    unset, the draft's block_size (its dflash_config's key if present, even null, else the top level:
+    speculative/dflash_utils.py:608-617), int() of it, 16 with a warning when absent or unusable."""
+    block_flag = getattr(args, "speculative_dflash_block_size", None)
+    if block_flag is not None:
+        if int(block_flag) <= 0:
+            raise ValueError("DFLASH requires --speculative-dflash-block-size to be positive, got %s." % block_flag)
+        if args.speculative_num_draft_tokens is not None and int(args.speculative_num_draft_tokens) != int(block_flag):
+            raise ValueError(
+                "Both --speculative-num-draft-tokens and --speculative-dflash-block-size are set but they differ. "
+                "For DFLASH they must match. speculative_num_draft_tokens=%s, speculative_dflash_block_size=%s."
+                % (args.speculative_num_draft_tokens, block_flag))
+        args.speculative_num_draft_tokens = int(block_flag)
+    if args.speculative_num_draft_tokens is not None:
+        return
+    nested = draft_config.get("dflash_config")
+    raw = (nested if isinstance(nested, dict) else {}).get("block_size", draft_config.get("block_size"))
+    try:  # dflash_utils.py _parse_optional_int:501-516, its messages
+        try:
+            block = None if raw is None else int(raw)
+        except (TypeError, ValueError, OverflowError):
+            raise ValueError("Invalid DFLASH block_size=%r." % (raw,)) from None
+        if block is not None and block < 1:
+            raise ValueError("DFLASH block_size must be positive, got %d." % block)
+    except ValueError as error:
+        log("Failed to infer DFLASH block_size from draft model config; defaulting speculative_num_draft_tokens "
+            "to 16. Error: %s" % error)
+        block = None
+    if block is None:
+        block = 16
+        log("speculative_num_draft_tokens is not set; defaulting to %d for DFLASH." % block)
+    args.speculative_num_draft_tokens = block
 
 
 def boot(args, gpu, table, cluster=None):
@@ -80,21 +139,15 @@ def boot(args, gpu, table, cluster=None):
         arch = (config.get("architectures") or ["Model"])[0]
         draft_config = dict(sim.language_config(config), architectures=[arch + "NextN"])
         draft_path = args.model_path
-    if algorithm in ("DFLASH", "DSPARK") and args.speculative_num_draft_tokens is None:
-        # 0.5.23 arg_groups/speculative_hook.py _handle_dflash: the draft's block_size (dflash_config, else
-        # top level: speculative/dflash_utils.py parse_dflash_draft_config), else 16 with a warning
-        block = ((draft_config or {}).get("dflash_config") or {}).get("block_size") or (draft_config or {}).get(
-            "block_size")
-        if block is None:
-            block = 16
-            log("speculative_num_draft_tokens is not set; defaulting to %d for DFLASH." % block)
-        args.speculative_num_draft_tokens = int(block)
+    if algorithm in ("DFLASH", "DSPARK"):
+        _resolve_dflash_draft_tokens(args, draft_config or {})
     fraction = args.mem_fraction_static
     if fraction is None:
         fraction = sim.default_mem_fraction_static(gpu["gpu_memory_mib"], args.tp_size, args.pp_size)
 
     run = Boot(args, gpu, table, cluster)
     resolve_page_size(args, config, gpu, run.rel, lambda message: run.all(message.replace("%", "%%")))
+    resolve_speculative(args, config)
     if cluster:
         pre = init_parallel(run)  # the rendezvous with the other nodes, then P as the MIN over all of them
     else:
@@ -110,7 +163,7 @@ def boot(args, gpu, table, cluster=None):
 
     target_part, draft_part = sim.pool_cells(config, draft_config, args, run.rel, algorithm)
     tokens, profiled, capped = run.size_pool(pre, fraction, target_part + draft_part,
-                                             mm_reservation_gib(config, args, run.rel))
+                                             mm_reservation_gib(config, args, run.rel, gpu.get("version", __version__)))
     dtype_name = kv_dtype_name(args.kv_cache_dtype, config)
     kv_gib = run.allocate(tokens, target_part, config, dtype_name)
     graph_gib = gpu["graph_gib"]
@@ -130,7 +183,10 @@ def boot(args, gpu, table, cluster=None):
         run.capture(graph_gib / 4)
         graph_gib += graph_gib / 4
 
-    running = _max_running_requests(args, tokens, context_len)
+    running, requested = _max_running_requests(args, tokens, context_len, gpu.get("version", __version__))
+    if requested is not None and running < requested:
+        run.all("max_running_requests was reduced from the requested %d to %d (per dp worker) due to the "
+                "available KV cache capacity." % (requested, running))
     chunked = args.chunked_prefill_size or 8192
     if 0 in run.ranks:  # scheduler.py logs it on tp_rank 0 only
         log("max_total_num_tokens=%d, chunked_prefill_size=%d, max_prefill_tokens=%d, max_running_requests=%d, "
@@ -143,6 +199,7 @@ def boot(args, gpu, table, cluster=None):
         "profiled_tokens": profiled,
         "capped": capped,
         "max_req_input_len": min(context_len - 1, tokens - 1) - 5,
+        "num_reserved_tokens": num_reserved_tokens(args),
         "max_running_requests": running,
         "mem_fraction_static": fraction,
         "kv_gb": kv_gib,
