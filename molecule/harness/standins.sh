@@ -146,6 +146,11 @@ rm -f "$CACHE"/wheels/*.whl
 rm -rf "$BUILD/double-0.5.22" && mkdir -p "$BUILD/double-0.5.22" && cp -r "$REPO/tests/sglang_double/sglang" "$BUILD/double-0.5.22/"
 find "$BUILD/double-0.5.22" -name __pycache__ -prune -exec rm -rf {} +
 sed -i 's/^__version__ = .*/__version__ = "0.5.22+double"/' "$BUILD/double-0.5.22/sglang/__init__.py"
+# ... and /server_info says so: the double reports the release it impersonates (its simulated GPU's "version",
+# DEFAULTS "0.5.23" unless a fixture sets one), so this copy's default is its own version (it still behaves as
+# 0.5.23: sim.release() takes anything but 0.5.9 for 0.5.23).
+sed -i 's/^    "version": "0.5.23",$/    "version": "0.5.22+double",/' "$BUILD/double-0.5.22/sglang/_double_gpu.py"
+grep -q '"version": "0.5.22+double"' "$BUILD/double-0.5.22/sglang/_double_gpu.py"
 "$REPO/.venv/bin/python" - "$CACHE/wheels" "$BUILD/double-0.5.22/sglang" "$REPO/tests/sglang_double" <<'PY'
 import os, sys
 sys.path.insert(0, sys.argv[3])

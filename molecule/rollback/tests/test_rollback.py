@@ -129,7 +129,7 @@ def test_a_failed_proof_leaves_the_new_state_running_and_says_how_to_go_back(hos
     # the upgrade's state runs its own runtime, built in its own folder and complete
     assert NEW_RUNTIME.match(runtime_of(unit)), runtime_of(unit)
     path, version = serving(host, "after-failed-proof")
-    assert path == runtime_of(unit) and version == "0.5.22+double"
+    assert path == runtime_of(unit) and version == "0.5.22+double"  # the new wheel's double says so
     manifest = json.loads(read(host, path + ".json"))
     assert manifest["path"] == path and manifest["versions"]["sglang"] == "0.5.22+double" and not manifest["adopted"]
     deployed = [m for m in entries(host).values() if m["context_target"] == 180_000 and m["reason"] == "deployed"]
@@ -140,7 +140,8 @@ def test_rollback_goes_back_to_the_previous_runtime_offline(host):
     assert "index-url = http://127.0.0.1:9/simple" in read(host, "/etc/pip.conf")
     assert host.file("/root/wheels-away/sglang-0.5.23+double-py3-none-any.whl").exists
     assert read(host, "/root/wheels-after-rollback.txt").strip() == ""  # no wheel on the host at all
-    assert serving(host, "after-rollback") == (LEGACY, "0.5.23+double")
+    # the 0.5.23+double wheel's double reports the release it impersonates, 0.5.23 (its simulated GPU's default)
+    assert serving(host, "after-rollback") == (LEGACY, "0.5.23")
 
 
 def test_rollback_with_no_arguments_restores_the_last_proven_byte_for_byte(host):
@@ -158,7 +159,7 @@ def test_an_upgrade_whose_proof_fails_is_rescued_onto_the_previous_runtime_with_
                      r"\(sglang_rollback_on_failure\)\.", message), message
     assert "puts them back" not in message  # nothing for pip to do: the runtime came back with the unit
     assert "sglang-0.5.23+double-py3-none-any.whl" not in read(host, "/root/wheels-after-rescue.txt")
-    assert serving(host, "after-rescue") == (LEGACY, "0.5.23+double")
+    assert serving(host, "after-rescue") == (LEGACY, "0.5.23")
 
 
 def test_a_rerun_after_the_journal_rotated_restarts_nothing_and_passes(host):
@@ -209,3 +210,12 @@ def test_no_proven_backup_is_lost(host):
     for meta in entries(host).values():
         assert meta["format"] == 1 and set(meta["files"]) == {"sglang.service", "sglang.env", "sglang.yaml"}
     assert host.file(STORE).mode == 0o700
+
+
+def test_rollback_refuses_an_entry_whose_runtime_is_gone_and_changes_nothing(host):
+    out = read(host, "/root/rollback-gone-runtime.txt")
+    assert out.rstrip().endswith("rc=2"), out[-2000:]
+    assert re.search(r"The store entry [0-9T]+Z runs the runtime /opt/sglang/runtimes/0\.5\.22\+double-[0-9a-f]{12}, "
+                     r"which is gone from this host", out), out[-2000:]
+    before, after = read(host, "/root/gone-runtime-invocations.txt").split()
+    assert before == after  # nothing restarted
