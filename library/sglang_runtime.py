@@ -412,6 +412,7 @@ def run_plan(module, p):
     python = python_identity(module, p["python"])
     if python is None:
         raise RuntimeError_("%s is not on the host's PATH: a runtime is made with `python3 -m venv`" % p["python"])
+
     def hasher(path):  # in check mode a controller-side wheel may not be copied yet: named without its content
         return sha256_file(path) if os.path.isfile(path) else "not copied yet (check mode)"
 
