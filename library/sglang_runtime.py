@@ -363,14 +363,15 @@ def to_prune(runtimes_dir, markers, legacy, named, existing_dirs, legacy_exists)
 # -- the module ---------------------------------------------------------------------------------------------
 
 def read_versions(module, path, names, markers):
-    """A complete runtime's versions from its manifest (no process), else from its own python."""
+    """A complete runtime's versions from its manifest (no process), else from its own python; None when its
+    python is gone (a manifest without its folder proves nothing)."""
+    python = os.path.join(path, "bin", "python")
+    if not os.path.isfile(python):
+        return None
     manifest = marker_for_path(markers, path)[1]
     recorded = (manifest or {}).get("versions") or {}
     if names and all(n in recorded for n in names):
         return {n: recorded[n] for n in names}
-    python = os.path.join(path, "bin", "python")
-    if not os.path.isfile(python):
-        return None
     rc, out, err = module.run_command([python, "-c", VERSIONS_SCRIPT] + list(names))
     if rc != 0:
         raise RuntimeError_("%s cannot read its versions (rc %d): %s" % (python, rc, (err or out).strip()[-500:]))

@@ -205,6 +205,15 @@ def test_a_gone_runtime_is_refused_by_name(tmp_path):
     assert result["msg"].startswith("The store entry e1 runs the runtime /opt/sglang/runtimes/0.5.22-bbbbbbbbbbbb, "
                                     "which is gone from this host")
     assert "cannot be put back offline" in result["msg"]
+    # a complete runtime whose folder was moved away: its manifest alone is not taken for it
+    gone = tmp_path / "runtimes" / "0.5.22-bbbbbbbbbbbb"
+    (tmp_path / "runtimes").mkdir()
+    (tmp_path / "runtimes" / "0.5.22-bbbbbbbbbbbb.json").write_text(
+        json.dumps({"path": str(gone), "versions": {"sglang": "0.5.22"}}))
+    unit(entry / "sglang.service", gone)
+    refused = run(tmp_path, state="versions", dir=str(tmp_path / "runtimes"), unit=str(entry / "sglang.service"),
+                  names=["sglang"], entry="e1")
+    assert refused["failed"] and "which is gone from this host" in refused["msg"], refused
     fake_python(tmp_path / "rt", {"sglang": "0.5.22"})
     ok = run(tmp_path, state="versions", dir=str(tmp_path), path=str(tmp_path / "rt"))
     assert ok["versions"] == {"sglang": "0.5.22"} and not ok["changed"]
