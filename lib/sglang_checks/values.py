@@ -123,6 +123,7 @@ def _checks(variables):
     sglang_table = flags.sglang_table(version)
     return {
         "sglang_home": owned_path, "sglang_venv": owned_path, "sglang_model_path": owned_path,
+        "sglang_runtimes_dir": owned_path,
         "sglang_backup_dir": owned_path, "sglang_cuda_home": plain_path,
         "sglang_hf_token_file": _token_file(variables),
         "sglang_report_dir": report_dir,
@@ -163,6 +164,7 @@ def _checks(variables):
         "sglang_weights_gib_per_gpu": lambda v: real(v, 0, 16 * 1024, none_ok=True),
         "sglang_preload_overhead_gib": lambda v: real(v, 0, 16 * 1024),
         "sglang_min_headroom_gib": lambda v: real(v, 0, 16 * 1024),
+        "sglang_runtime_min_free_gib": lambda v: real(v, 0, 1024 * 1024),
         "sglang_uncalibrated_margin": lambda v: real(v, 0, 1),
         "sglang_serial": serial, "sglang_calibration": calibration, "sglang_measured_boots": measured_boots,
         "sglang_nodes": nodes,

@@ -9,7 +9,8 @@
 #   CACHE/apt-repo.tar  all of CACHE/apt-repo/, which prepare unpacks into each instance;
 #   CACHE/apt-repo/standin-reboot  the stand-in for a reboot (containers cannot reboot): records it, and loads
 #                    the module on disk as a boot would (/sys/module/nvidia/{version,taint});
-#   CACHE/wheels/sglang-*.whl  the SGLang double (tests/sglang_double) as a wheel named sglang, and
+#   CACHE/wheels/sglang-*.whl  the SGLang double (tests/sglang_double) as a wheel named sglang (0.5.23+double,
+#                    and the same code as 0.5.22+double, for a switch between two runtimes), and
 #   CACHE/wheels/ddtree_kernels-*.whl  a stand-in custom-kernel wheel.
 # Rebuilt only when molecule/standins/ or this script change.
 set -euo pipefail
@@ -140,6 +141,25 @@ tar -C "$OUT" -cf "$CACHE/apt-repo.tar" .
 # The SGLang double as a wheel named sglang (a zip with metadata; no build backend needed offline).
 rm -f "$CACHE"/wheels/*.whl
 "$REPO/.venv/bin/python" "$REPO/tests/sglang_double/build_wheel.py" "$CACHE/wheels"
+# A second release of the double (the same code reporting 0.5.22+double, as `from sglang import __version__` is
+# where the wheel and /server_info take it), so that a scenario can switch runtimes between two releases.
+rm -rf "$BUILD/double-0.5.22" && mkdir -p "$BUILD/double-0.5.22" && cp -r "$REPO/tests/sglang_double/sglang" "$BUILD/double-0.5.22/"
+find "$BUILD/double-0.5.22" -name __pycache__ -prune -exec rm -rf {} +
+sed -i 's/^__version__ = .*/__version__ = "0.5.22+double"/' "$BUILD/double-0.5.22/sglang/__init__.py"
+# ... and /server_info says so: the double reports the release it impersonates (its simulated GPU's "version",
+# DEFAULTS "0.5.23" unless a fixture sets one), so this copy's default is its own version (it still behaves as
+# 0.5.23: sim.release() takes anything but 0.5.9 for 0.5.23).
+sed -i 's/^    "version": "0.5.23",$/    "version": "0.5.22+double",/' "$BUILD/double-0.5.22/sglang/_double_gpu.py"
+grep -q '"version": "0.5.22+double"' "$BUILD/double-0.5.22/sglang/_double_gpu.py"
+"$REPO/.venv/bin/python" - "$CACHE/wheels" "$BUILD/double-0.5.22/sglang" "$REPO/tests/sglang_double" <<'PY'
+import os, sys
+sys.path.insert(0, sys.argv[3])
+import build_wheel
+tables = {"sglang/_double_flags/" + n: os.path.join(build_wheel.RELEASES, n)
+          for n in os.listdir(build_wheel.RELEASES) if n.startswith("flags-") and n.endswith(".json")}
+print(build_wheel.build(sys.argv[1], sys.argv[2], "sglang", "0.5.22+double",
+                        "TEST DOUBLE of SGLang for molecule and the demo; not SGLang", tables))
+PY
 # A stand-in custom-kernel wheel, so the role's kernel install and version check run for real.
 "$REPO/.venv/bin/python" "$REPO/tests/sglang_double/build_wheel.py" "$CACHE/wheels" "$SRC/kernels/ddtree_kernels" \
   ddtree-kernels 0.3.1 "STAND-IN for a custom kernel package (molecule tests only)"

@@ -46,6 +46,8 @@ def host_vars(**overrides):
         {"dest": "%s/%s.env" % (etc, variables["sglang_service_name"])},
         {"dest": "%s/%s.yaml" % (etc, variables["sglang_service_name"])}]
     variables["_sglang_config_path"] = variables["_sglang_files"][2]["dest"]
+    # The runtime the unit runs (install.yml's plan): here the folder sglang_venv names, as a test gives it.
+    variables["_sglang_runtime_path"] = overrides.get("_sglang_runtime_path", variables["sglang_venv"])
     return variables
 
 

@@ -16,7 +16,8 @@ CASES = [{}, {"sglang_environment": {"A": "x y $Z %h `q` \"w\"\\", "B": "plain"}
 
 @pytest.mark.parametrize("overrides", CASES, ids=["defaults", "hostile"])
 def test_ansible_renders_what_the_suite_renders(overrides, tmp_path):
-    extra = dict(overrides, out_dir=str(tmp_path), sglang_kv_plan_result=PLAN, sglang_server_name="ct200")
+    extra = dict(overrides, out_dir=str(tmp_path), sglang_kv_plan_result=PLAN, sglang_server_name="ct200",
+                 _sglang_runtime_plan={"path": "/opt/sglang/venv"})  # install.yml's plan, as hostile_render has it
     env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(REPO, "ansible.cfg"), ANSIBLE_NOCOLOR="1")
     result = subprocess.run([os.path.join(os.path.dirname(sys.executable), "ansible-playbook"),
                              "tests/unit/hostile_render_localhost.yml", "-e", json.dumps(extra)], cwd=REPO, env=env,

@@ -9,6 +9,7 @@ unit's journal when it fails.
 import glob
 import json
 import os
+import re
 
 import pytest
 
@@ -75,7 +76,10 @@ def test_the_draft_loaded_after_the_target_and_the_calibration_holds_the_targets
 
 
 def test_the_runtime_check_saw_torch_and_the_kernels(host):
-    python = "/opt/sglang/venv/bin/python"
+    # the unit's interpreter: its runtime's bin/python (one folder per package set under /opt/sglang/runtimes)
+    unit = host.file("/etc/systemd/system/%s.service" % UNIT).content_string
+    python = re.search(r'^ExecStart="([^"]+)"', unit, re.MULTILINE).group(1)
+    assert re.match(r"^/opt/sglang/runtimes/0\.5\.23\+double-[0-9a-f]{12}/bin/python$", python), python
     assert host.check_output("%s -c 'import torch; print(torch.cuda.device_count())'" % python) == "8"
     assert host.run("%s -c 'import ddtree_kernels'" % python).rc == 0
 

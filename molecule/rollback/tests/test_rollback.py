@@ -7,6 +7,9 @@ import re
 
 KEYS = ("molecule-not-a-secret", "molecule-rotated-secret", "molecule-wrong-key")
 STORE = "/var/backups/sglang"
+RUNTIMES = "/opt/sglang/runtimes"
+LEGACY = "/opt/sglang/venv"
+NEW_RUNTIME = re.compile(r"^/opt/sglang/runtimes/0\.5\.22\+double-[0-9a-f]{12}$")
 
 
 def read(host, path):
@@ -77,12 +80,68 @@ def test_oom_at_start_is_restored(host):
     assert "Restored the last proven state" in message and "which serves again" in message
 
 
+def runtime_of(unit_text):
+    """The runtime a unit runs: its ExecStart's first word, '<runtime>/bin/python'."""
+    first = re.search(r'^ExecStart="([^"]+)/bin/python"', unit_text, re.MULTILINE)
+    return first.group(1) if first else None
+
+
+def serving(host, when):
+    """(the main process's argv[0] minus /bin/python, /server_info's version) as recorded then."""
+    argv0 = read(host, "/root/argv0-%s.txt" % when).strip()
+    assert argv0.endswith("/bin/python"), argv0
+    return argv0[:-len("/bin/python")], json.loads(read(host, "/root/server-info-%s.json" % when))["version"]
+
+
+def test_the_legacy_venv_is_the_first_runtime_adopted_and_never_modified(host):
+    # converge found /opt/sglang/venv holding the asked versions: adopted (recorded), nothing built or reinstalled
+    assert runtime_of(read(host, "/root/unit-150k.service")) == LEGACY
+    names = host.check_output("ls %s" % RUNTIMES).split()
+    manifests = [json.loads(read(host, "%s/%s" % (RUNTIMES, n))) for n in names if n.endswith(".json")]
+    adopted = [m for m in manifests if m["path"] == LEGACY]
+    assert len(adopted) == 1 and adopted[0]["adopted"] and adopted[0]["versions"]["sglang"] == "0.5.23+double"
+    assert not [n for n in names if n.startswith("0.5.23+double-") and not n.endswith(".json")], names
+    # every file of it (size, mtime, mode) as the legacy install left it, after every run of the scenario
+    now = host.check_output("find %s -not -path '*/__pycache__*' -printf '%%p %%s %%T@ %%m\\n' | sort | sha256sum"
+                            % LEGACY)
+    assert now.split()[0] == read(host, "/root/legacy-venv.sum").split()[0]
+
+
+def test_the_old_server_answered_every_request_while_the_new_runtime_was_built(host):
+    restart = float(read(host, "/root/restart-at.txt").strip())
+    build_start, build_end = (float(t) for t in read(host, "/root/build-window.txt").split())
+    lines = [line.split() for line in read(host, "/root/client.log").splitlines() if line.strip()]
+    before = [(float(t), outcome) for t, outcome in lines if float(t) < restart]
+    assert before and before[0][0] < build_start <= build_end <= restart, (before[:1], build_start, build_end, restart)
+    assert [b for b in before if b[1] != "ok"] == [], [b for b in before if b[1] != "ok"][:5]
+    during = [b for b in before if build_start <= b[0] <= build_end + 1]
+    assert len(during) >= 1 and len(before) >= 10, (len(during), len(before))
+    assert any(outcome == "fail" for t, outcome in lines if float(t) >= restart)  # the client did see the restart
+
+
 def test_a_failed_proof_leaves_the_new_state_running_and_says_how_to_go_back(host):
     message = read(host, "/root/proof-failed.txt")
     assert "does not match /\\bcat\\b/" in message
     assert "stays running for inspection (sglang_rollback_on_failure is false)" in message
     assert "playbooks/rollback.yml" in message
-    assert '"--context-length" \\\n    "180000"' in read(host, "/root/unit-180k.service")
+    unit = read(host, "/root/unit-180k.service")
+    assert '"--context-length" \\\n    "180000"' in unit
+    # the upgrade's state runs its own runtime, built in its own folder and complete
+    assert NEW_RUNTIME.match(runtime_of(unit)), runtime_of(unit)
+    path, version = serving(host, "after-failed-proof")
+    assert path == runtime_of(unit) and version == "0.5.22+double"  # the new wheel's double says so
+    manifest = json.loads(read(host, path + ".json"))
+    assert manifest["path"] == path and manifest["versions"]["sglang"] == "0.5.22+double" and not manifest["adopted"]
+    deployed = [m for m in entries(host).values() if m["context_target"] == 180_000 and m["reason"] == "deployed"]
+    assert deployed and deployed[0]["runtime"] == path
+
+
+def test_rollback_goes_back_to_the_previous_runtime_offline(host):
+    assert "index-url = http://127.0.0.1:9/simple" in read(host, "/etc/pip.conf")
+    assert host.file("/root/wheels-away/sglang-0.5.23+double-py3-none-any.whl").exists
+    assert read(host, "/root/wheels-after-rollback.txt").strip() == ""  # no wheel on the host at all
+    # the 0.5.23+double wheel's double reports the release it impersonates, 0.5.23 (its simulated GPU's default)
+    assert serving(host, "after-rollback") == (LEGACY, "0.5.23")
 
 
 def test_rollback_with_no_arguments_restores_the_last_proven_byte_for_byte(host):
@@ -93,10 +152,34 @@ def test_rollback_with_no_arguments_restores_the_last_proven_byte_for_byte(host)
                      r"sglang 0\.5\.\d+\+double \[serving now\]", lines), lines
 
 
+def test_an_upgrade_whose_proof_fails_is_rescued_onto_the_previous_runtime_with_the_index_closed(host):
+    message = read(host, "/root/upgrade-rescued.txt")
+    assert "does not match /\\bcat\\b/" in message
+    assert re.search(r"Restored the last proven state [0-9T]+Z \(context 150000\), which serves again "
+                     r"\(sglang_rollback_on_failure\)\.", message), message
+    assert "puts them back" not in message  # nothing for pip to do: the runtime came back with the unit
+    assert "sglang-0.5.23+double-py3-none-any.whl" not in read(host, "/root/wheels-after-rescue.txt")
+    assert serving(host, "after-rescue") == (LEGACY, "0.5.23")
+
+
 def test_a_rerun_after_the_journal_rotated_restarts_nothing_and_passes(host):
     assert read(host, "/root/rerun.txt").strip() == "ok restarted=False changed=False"
     before, after = read(host, "/root/rerun-invocations.txt").split()
     assert before == after
+    # it found its runtime complete (the adopted legacy venv) by its manifest, and built nothing
+    plan = json.loads(read(host, "/root/rerun-runtime.json"))
+    assert (plan["action"], plan["path"], plan["changed"]) == ("use", LEGACY, False)
+
+
+def test_runtimes_are_pruned_only_when_nothing_names_them(host):
+    assert not host.file(RUNTIMES + "/0.5.1-000000000000").exists
+    assert not host.file(RUNTIMES + "/0.5.1-000000000000.json").exists
+    named = {runtime_of(read(host, "%s/%s/sglang.service" % (STORE, n))) for n in entries(host)}
+    named.add(runtime_of(read(host, "/etc/systemd/system/sglang.service")))
+    on_disk = {RUNTIMES + "/" + n for n in host.check_output("ls %s" % RUNTIMES).split() if not n.endswith(".json")}
+    assert on_disk <= named and LEGACY in named and host.file(LEGACY + "/bin/python").exists
+    for path in on_disk:
+        assert host.file(path + ".json").exists
 
 
 def test_a_wrong_api_key_fails_the_proof_and_restores_nothing(host):
@@ -127,3 +210,12 @@ def test_no_proven_backup_is_lost(host):
     for meta in entries(host).values():
         assert meta["format"] == 1 and set(meta["files"]) == {"sglang.service", "sglang.env", "sglang.yaml"}
     assert host.file(STORE).mode == 0o700
+
+
+def test_rollback_refuses_an_entry_whose_runtime_is_gone_and_changes_nothing(host):
+    out = read(host, "/root/rollback-gone-runtime.txt")
+    assert out.rstrip().endswith("rc=2"), out[-2000:]
+    assert re.search(r"The store entry [0-9T]+Z runs the runtime /opt/sglang/runtimes/0\.5\.22\+double-[0-9a-f]{12}, "
+                     r"which is gone from this host", out), out[-2000:]
+    before, after = read(host, "/root/gone-runtime-invocations.txt").split()
+    assert before == after  # nothing restarted

@@ -1,0 +1,573 @@
+#!/usr/bin/python
+"""Ansible module: SGLang runtimes, one folder per package set (plan a build, mark one complete, read one's
+versions, prune the ones nothing names). The decisions are plain functions, unit-tested in
+tests/unit/test_sglang_runtime.py; the role's YAML only performs the pip installs and checks between them."""
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+---
+module: sglang_runtime
+short_description: Plan, complete, read and prune SGLang runtimes (one virtualenv per package set)
+description:
+  - A runtime is a virtualenv in its own folder, C(<dir>/<version>-<digest12>), where the digest is the
+    sha256 of its package set (SGLang's version and source, a wheel's sha256, the extras, the kernel wheels
+    and sources, the host's python). A runtime is never modified once complete.
+  - Completion is a manifest file written beside the folder, C(<dir>/<name>.json), only after the role's
+    version and import checks passed. A folder without its manifest is an interrupted build; C(state=plan)
+    removes it so that it is built again, and nothing ever points a unit at it. (A virtualenv is not
+    relocatable, its C(bin/) scripts and C(pyvenv.cfg) name its path, and a kernel built from source may
+    too, so it is built where it will stay instead of under a temporary name.)
+  - C(state=plan) decides, without pip and without starting python when the runtime is complete, whether the
+    wanted runtime is complete (C(use)), is the host's legacy virtualenv with the same versions (C(adopt) -
+    a host deployed before runtimes keeps its venv as its first runtime, nothing reinstalled), or must be
+    built (C(build)), after checking the free disk. It also reads which runtime the live unit runs.
+  - C(state=complete) writes the manifest (with the versions the role read) atomically.
+  - C(state=versions) returns a runtime's distribution versions (from its manifest, else from its python);
+    it fails with a clear message when the runtime is gone.
+  - C(state=prune) removes every runtime (and the legacy virtualenv) that neither C(keep), the live unit,
+    nor any unit in the backup store names.
+version_added: "1.0.0"
+author: sglang-longctx maintainers (!UNKNOWN)
+options:
+  state:
+    description: What to do.
+    type: str
+    choices: [plan, complete, versions, prune]
+    default: plan
+  dir:
+    description: The runtimes' folder (sglang_runtimes_dir).
+    type: path
+    required: true
+  legacy:
+    description: The single virtualenv of deployments before runtimes (sglang_venv), adopted or pruned.
+    type: path
+  unit:
+    description: The live systemd unit; its ExecStart's first word names the runtime serving now.
+    type: path
+  store:
+    description: The backup store; every C(<store>/<entry>/<unit's file name>) names a runtime to keep.
+    type: path
+  version:
+    description: SGLang's version (sglang_version).
+    type: str
+  package:
+    description: >-
+      Where SGLang comes from (sglang_package): empty (the index), a URL or requirement, or a controller-side
+      wheel, read on the host in wheels_dir (its sha256 enters the digest).
+    type: str
+    default: ""
+  wheels_dir:
+    description: Where install.yml copies controller-side wheels (a src or package ending in .whl without ://).
+    type: path
+  extras:
+    description: SGLang's extras.
+    type: list
+    elements: str
+    default: []
+  kernel_wheels:
+    description: Kernel wheels, each {src, name, version}; src is a URL or a controller-side wheel (see wheels_dir).
+    type: list
+    elements: dict
+    default: []
+  kernel_sources:
+    description: Kernel sources built from git, each {repo, ref, subdir, name, version}.
+    type: list
+    elements: dict
+    default: []
+  python:
+    description: The interpreter the virtualenv is made with (its real path and version enter the digest).
+    type: str
+    default: python3
+  min_free_gib:
+    description: The free disk (GiB) a build needs on the runtimes' file system (sglang_runtime_min_free_gib).
+    type: float
+    default: 20
+  path:
+    description: For C(complete) and C(versions), the runtime's folder (C(versions) without it reads C(unit)'s).
+    type: path
+  name:
+    description: For C(complete), the runtime's name (C(plan)'s name); C(digest) and C(set) go with it.
+    type: str
+  digest:
+    description: For C(complete), C(plan)'s digest.
+    type: str
+  set:
+    description: For C(complete), C(plan)'s package set.
+    type: dict
+  versions:
+    description: For C(complete), the versions the role read from the runtime.
+    type: dict
+  names:
+    description: For C(versions) and C(plan), the distributions whose versions are read.
+    type: list
+    elements: str
+    default: [sglang]
+  entry:
+    description: For C(versions), the store entry whose runtime is read (named in the refusal when it is gone).
+    type: str
+  keep:
+    description: For C(prune), runtimes to keep besides those the units name.
+    type: list
+    elements: path
+    default: []
+notes:
+  - Supports check mode (nothing is written or removed).
+"""
+
+EXAMPLES = r"""
+- name: Plan the runtime of this package set
+  sglang_runtime:
+    dir: /opt/sglang/runtimes
+    legacy: /opt/sglang/venv
+    unit: /etc/systemd/system/sglang.service
+    version: "0.5.23"
+    kernel_wheels: [{src: /opt/sglang/wheels/ddtree_kernels-0.3.1-py3-none-any.whl, name: ddtree-kernels,
+                     version: 0.3.1}]
+    names: [sglang, ddtree-kernels]
+    min_free_gib: 20
+  register: runtime
+
+- name: Prune what nothing names
+  sglang_runtime:
+    state: prune
+    dir: /opt/sglang/runtimes
+    legacy: /opt/sglang/venv
+    unit: /etc/systemd/system/sglang.service
+    store: /var/backups/sglang
+    keep: ["{{ runtime.path }}"]
+"""
+
+RETURN = r"""
+action:
+  description: "C(plan): use (complete), adopt (the legacy virtualenv, same versions) or build."
+  type: str
+  returned: state=plan
+  sample: use
+path:
+  description: The runtime's folder (the legacy virtualenv's when adopted).
+  type: str
+  returned: state=plan, complete, versions
+  sample: /opt/sglang/runtimes/0.5.23-3f2a9c01d4be
+name:
+  description: The runtime's name, C(<version>-<digest12>).
+  type: str
+  returned: state=plan
+digest:
+  description: The package set's sha256.
+  type: str
+  returned: state=plan
+set:
+  description: The package set the digest is over.
+  type: dict
+  returned: state=plan
+versions:
+  description: "{distribution: version or null}: the wanted runtime's (plan: complete or adopted) or the named one's."
+  type: dict
+  returned: state=plan, versions
+serving:
+  description: The runtime the live unit runs, {path, versions}; path null without a unit.
+  type: dict
+  returned: state=plan
+free_gib:
+  description: Free GiB on the runtimes' file system.
+  type: float
+  returned: state=plan
+removed:
+  description: Folders removed (an interrupted build by plan; unnamed runtimes by prune).
+  type: list
+  elements: str
+  returned: state=plan, prune
+kept:
+  description: The runtimes prune kept (named by keep, the live unit or a store entry).
+  type: list
+  elements: str
+  returned: state=prune
+"""
+
+import hashlib
+import json
+import os
+import re
+import shutil
+import tempfile
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.sglang_errors import failures_as_sentences
+
+MARKER_SUFFIX = ".json"
+NAME_RE = re.compile(r"^[0-9][0-9A-Za-z.+-]*-[0-9a-f]{12}$")
+# Prints {name: installed version or null} for the distributions named on its command line.
+VERSIONS_SCRIPT = """import importlib.metadata as m, json, sys
+def version(name):
+    try:
+        return m.version(name)
+    except m.PackageNotFoundError:
+        return None
+print(json.dumps({name: version(name) for name in sys.argv[1:]}))"""
+
+
+class RuntimeError_(Exception):
+    """A refusal with the sentence the operator reads."""
+
+
+# -- the package set and its digest ------------------------------------------------------------------------
+
+def sha256_file(path):
+    if not os.path.isfile(path):
+        raise RuntimeError_("the wheel %s is not on the host (install.yml copies it there first)" % path)
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def host_wheel(src, wheels_dir):
+    """Where a wheel is read on the host: a src without :// is a controller-side wheel that install.yml
+    copied into wheels_dir; anything else (an index requirement, a URL, git+...) is taken as written."""
+    if "://" in src or not wheels_dir or not src.endswith(".whl"):
+        return src
+    return os.path.join(wheels_dir, os.path.basename(src))
+
+
+def source_of(src, wheels_dir, hasher=sha256_file):
+    """A wheel on the host by its content (a rebuilt wheel with the same name is another runtime); anything
+    else by its text."""
+    src = host_wheel(src, wheels_dir)
+    if src.startswith("/"):
+        return {"wheel": os.path.basename(src), "sha256": hasher(src)}
+    return {"requirement": src}
+
+
+def package_set(version, package, extras, kernel_wheels, kernel_sources, python, wheels_dir="",
+                hasher=sha256_file):
+    """What defines a runtime. A kernel source's ref enters as written: a branch name that moves is the same
+    runtime, so pin a tag or commit for a reproducible one."""
+    return {
+        "python": python,
+        "sglang": {"version": version, "extras": sorted(extras or []),
+                   "source": source_of(package, wheels_dir, hasher) if package else {"index": True}},
+        "kernel_wheels": [dict(source_of(str(w["src"]), wheels_dir, hasher), name=w.get("name"),
+                               version=None if w.get("version") is None else str(w["version"]))
+                          for w in kernel_wheels or []],
+        "kernel_sources": [{"repo": s["repo"], "ref": str(s.get("ref", "HEAD")), "subdir": s.get("subdir", "."),
+                            "name": s.get("name"),
+                            "version": None if s.get("version") is None else str(s["version"])}
+                           for s in kernel_sources or []],
+    }
+
+
+def digest_of(pset):
+    return hashlib.sha256(json.dumps(pset, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+
+
+def runtime_name(version, digest):
+    return "%s-%s" % (version, digest[:12])
+
+
+def expected_versions(pset):
+    """{dist: version} a runtime of this set must report, or None when some part has no version to compare
+    (a kernel wheel or source without one): then a legacy venv cannot be shown to hold this set."""
+    wanted = {"sglang": pset["sglang"]["version"]}
+    for item in pset["kernel_wheels"] + pset["kernel_sources"]:
+        if not item.get("name") or item.get("version") is None:
+            return None
+        wanted[item["name"]] = item["version"]
+    return wanted
+
+
+# -- what is on the host -------------------------------------------------------------------------------------
+
+def unit_runtime(unit_path):
+    """The runtime folder a unit's ExecStart runs (its first word, '<runtime>/bin/python'), or None."""
+    try:
+        with open(unit_path, encoding="utf-8") as handle:
+            text = handle.read()
+    except OSError:
+        return None
+    match = re.search(r'^ExecStart=\s*"?([^"\s]+)', text, re.MULTILINE)
+    if not match or not match.group(1).endswith("/bin/python"):
+        return None
+    return os.path.normpath(match.group(1)[:-len("/bin/python")])
+
+
+def read_markers(runtimes_dir):
+    """{name: manifest} of the complete runtimes (a manifest that does not parse counts as absent)."""
+    found = {}
+    try:
+        names = os.listdir(runtimes_dir)
+    except OSError:
+        return found
+    for entry in names:
+        if not entry.endswith(MARKER_SUFFIX) or not NAME_RE.match(entry[:-len(MARKER_SUFFIX)]):
+            continue
+        try:
+            with open(os.path.join(runtimes_dir, entry), encoding="utf-8") as handle:
+                manifest = json.load(handle)
+        except (OSError, ValueError):
+            continue
+        if isinstance(manifest, dict) and isinstance(manifest.get("path"), str):
+            found[entry[:-len(MARKER_SUFFIX)]] = manifest
+    return found
+
+
+def marker_for_path(markers, path):
+    for name, manifest in markers.items():
+        if os.path.normpath(manifest["path"]) == os.path.normpath(path):
+            return name, manifest
+    return None, None
+
+
+def free_gib(path):
+    existing = path
+    while not os.path.exists(existing):
+        existing = os.path.dirname(existing) or "/"
+    stat = os.statvfs(existing)
+    return existing, stat.f_bavail * stat.f_frsize / 1024 ** 3
+
+
+# -- the decisions ---------------------------------------------------------------------------------------------
+
+def decide(markers, name, runtimes_dir, legacy, legacy_versions, wanted_versions):
+    """(action, path): use a complete runtime of this set, adopt the legacy venv (never adopted before, and
+    it reports exactly the versions this set asks for), or build."""
+    if name in markers and os.path.isfile(os.path.join(markers[name]["path"], "bin", "python")):
+        return "use", markers[name]["path"]
+    if (legacy and wanted_versions is not None and legacy_versions == wanted_versions
+            and marker_for_path(markers, legacy)[0] is None):
+        return "adopt", legacy
+    return "build", os.path.join(runtimes_dir, name)
+
+
+def to_prune(runtimes_dir, markers, legacy, named, existing_dirs, legacy_exists):
+    """The folders to remove: every runtime under runtimes_dir (complete or not) and the legacy venv that no
+    unit, store entry or keep names. Returns [(marker name or None, folder)]."""
+    named = {os.path.normpath(p) for p in named if p}
+    out = []
+    for entry in sorted(existing_dirs):
+        folder = os.path.join(runtimes_dir, entry)
+        if NAME_RE.match(entry) and os.path.normpath(folder) not in named:
+            out.append((entry if entry in markers else None, folder))
+    if legacy and legacy_exists and os.path.normpath(legacy) not in named:
+        out.append((marker_for_path(markers, legacy)[0], legacy))
+    # a manifest whose folder is gone (removed by hand) is removed too, so it is never taken for complete
+    listed = {pair[1] for pair in out}
+    for name, manifest in sorted(markers.items()):
+        path = os.path.normpath(manifest["path"])
+        if path not in named and path not in listed and not os.path.isdir(path):
+            out.append((name, None))
+    return out
+
+
+# -- the module ---------------------------------------------------------------------------------------------
+
+def read_versions(module, path, names, markers):
+    """A complete runtime's versions from its manifest (no process), else from its own python; None when its
+    python is gone (a manifest without its folder proves nothing)."""
+    python = os.path.join(path, "bin", "python")
+    if not os.path.isfile(python):
+        return None
+    manifest = marker_for_path(markers, path)[1]
+    recorded = (manifest or {}).get("versions") or {}
+    if names and all(n in recorded for n in names):
+        return {n: recorded[n] for n in names}
+    rc, out, err = module.run_command([python, "-c", VERSIONS_SCRIPT] + list(names))
+    if rc != 0:
+        raise RuntimeError_("%s cannot read its versions (rc %d): %s" % (python, rc, (err or out).strip()[-500:]))
+    try:
+        return json.loads(out)
+    except ValueError:
+        raise RuntimeError_("%s printed no versions: %s" % (python, out.strip()[-500:])) from None
+
+
+def python_identity(module, python):
+    binary = module.get_bin_path(python, required=False) if "/" not in python else python
+    if not binary or not os.path.exists(binary):
+        return None
+    rc, out, err = module.run_command([binary, "-c", "import sys; print(sys.version.split()[0])"])
+    return {"path": os.path.realpath(binary), "version": out.strip() if rc == 0 else None}
+
+
+def write_marker(runtimes_dir, name, manifest):
+    fd, tmp = tempfile.mkstemp(dir=runtimes_dir, prefix=".%s." % name, suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            json.dump(manifest, handle, indent=1, sort_keys=True)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, os.path.join(runtimes_dir, name + MARKER_SUFFIX))
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def run_plan(module, p):
+    if p["min_free_gib"] < 0:
+        raise RuntimeError_("sglang_runtime_min_free_gib is %s: give the free GiB a build needs, 0 or more "
+                            "(e.g. 20)" % p["min_free_gib"])
+    if not p["version"]:
+        raise RuntimeError_("sglang_version is empty: name the SGLang release the runtime holds")
+    python = python_identity(module, p["python"])
+    if python is None:
+        raise RuntimeError_("%s is not on the host's PATH: a runtime is made with `python3 -m venv`" % p["python"])
+
+    def hasher(path):  # in check mode a controller-side wheel may not be copied yet: named without its content
+        return sha256_file(path) if os.path.isfile(path) else "not copied yet (check mode)"
+
+    pset = package_set(p["version"], p["package"], p["extras"], p["kernel_wheels"], p["kernel_sources"], python,
+                       p["wheels_dir"], hasher if module.check_mode else sha256_file)
+    digest = digest_of(pset)
+    name = runtime_name(p["version"], digest)
+    markers = read_markers(p["dir"])
+    serving_path = unit_runtime(p["unit"]) if p["unit"] else None
+    legacy = p["legacy"] if p["legacy"] and os.path.isfile(os.path.join(p["legacy"], "bin", "python")) else None
+    wanted = expected_versions(pset)
+    legacy_versions = None
+    if name not in markers and legacy and wanted is not None and marker_for_path(markers, legacy)[0] is None:
+        legacy_versions = read_versions(module, legacy, sorted(wanted), markers)
+    action, path = decide(markers, name, p["dir"], legacy, legacy_versions, wanted)
+    result = {"changed": False, "action": action, "path": path, "name": name, "digest": digest, "set": pset,
+              "removed": [], "versions": {}}
+    where, free = free_gib(p["dir"])
+    result["free_gib"] = round(free, 2)
+    if action == "build":
+        folder = os.path.join(p["dir"], name)
+        if os.path.lexists(folder):
+            if serving_path and os.path.normpath(serving_path) == os.path.normpath(folder):
+                raise RuntimeError_(
+                    "%s has no manifest %s%s, yet the live unit %s runs it: it may have been built by hand or its "
+                    "manifest deleted. It is not removed; move it away (or stop the unit) and re-run."
+                    % (folder, name, MARKER_SUFFIX, p["unit"]))
+            result["removed"].append(folder)
+            result["changed"] = True
+            if not module.check_mode:  # an interrupted build: never pointed at, built again from nothing
+                shutil.rmtree(folder) if os.path.isdir(folder) and not os.path.islink(folder) else os.unlink(folder)
+            where, free = free_gib(p["dir"])
+            result["free_gib"] = round(free, 2)
+        if free < p["min_free_gib"]:
+            raise RuntimeError_(
+                "Building the runtime %s needs %.1f GiB free (sglang_runtime_min_free_gib), but %s has %.1f GiB: "
+                "free space there, or prune old runtimes by lowering sglang_backup_keep (a runtime is kept while a "
+                "store entry names it), or lower sglang_runtime_min_free_gib."
+                % (folder, p["min_free_gib"], where, free))
+    else:
+        names = sorted(set(p["names"]) | set(wanted or {}))
+        result["versions"] = (legacy_versions if action == "adopt"
+                              else read_versions(module, path, names, markers)) or {}
+    result["serving"] = {"path": serving_path,
+                         "versions": (read_versions(module, serving_path, p["names"], markers) or {})
+                         if serving_path else {}}
+    return result
+
+
+def run_complete(module, p):
+    for key in ("path", "name", "digest", "set"):
+        if not p[key]:
+            raise RuntimeError_("state=complete needs %s (from state=plan)" % key)
+    if not os.path.isfile(os.path.join(p["path"], "bin", "python")):
+        raise RuntimeError_("%s/bin/python is missing: the build did not finish; nothing is marked complete"
+                            % p["path"])
+    markers = read_markers(p["dir"])
+    manifest = {"format": 1, "name": p["name"], "path": p["path"], "digest": p["digest"], "set": p["set"],
+                "versions": p["versions"] or {}, "adopted": os.path.dirname(os.path.normpath(p["path"]))
+                != os.path.normpath(p["dir"])}
+    old = markers.get(p["name"])
+    if old and {k: old.get(k) for k in manifest} == manifest:
+        return {"changed": False, "path": p["path"]}
+    if not module.check_mode:
+        os.makedirs(p["dir"], mode=0o755, exist_ok=True)
+        write_marker(p["dir"], p["name"], manifest)
+    return {"changed": True, "path": p["path"]}
+
+
+def run_versions(module, p):
+    if not p["path"] and p["unit"]:
+        p = dict(p, path=unit_runtime(p["unit"]))
+        if not p["path"]:
+            raise RuntimeError_("%s names no runtime (no ExecStart=\"<runtime>/bin/python\"), or is missing"
+                                % p["unit"])
+    if not p["path"]:
+        raise RuntimeError_("state=versions needs path (a runtime's folder) or unit")
+    versions = read_versions(module, p["path"], p["names"], read_markers(p["dir"]))
+    if versions is None:
+        raise RuntimeError_(
+            ("The store entry %s runs the runtime %%s" % p["entry"] if p["entry"] else "The runtime %s")
+            % p["path"] + ", which is gone from this host (%s/bin/python is missing): it was removed by hand or by "
+            "another tool, so this state cannot be put back offline. Pick another entry (-e "
+            "sglang_rollback_list=true lists them), or run site.yml with that state's package set to build it "
+            "again." % p["path"])
+    return {"changed": False, "path": p["path"], "versions": versions}
+
+
+def run_prune(module, p):
+    markers = read_markers(p["dir"])
+    named = list(p["keep"])
+    if p["unit"]:
+        named.append(unit_runtime(p["unit"]))
+    if p["store"] and os.path.isdir(p["store"]) and p["unit"]:
+        unit_file = os.path.basename(p["unit"])
+        for entry in os.listdir(p["store"]):  # every entry, staging folders included: keeping more is safe
+            named.append(unit_runtime(os.path.join(p["store"], entry, unit_file)))
+    try:
+        dirs = [e for e in os.listdir(p["dir"]) if os.path.isdir(os.path.join(p["dir"], e))
+                and not os.path.islink(os.path.join(p["dir"], e))]
+    except OSError:
+        dirs = []
+    legacy_exists = bool(p["legacy"]) and os.path.isdir(p["legacy"])
+    plan = to_prune(p["dir"], markers, p["legacy"], named, dirs, legacy_exists)
+    removed = []
+    for marker, folder in plan:
+        if not module.check_mode:
+            # the manifest first: a removal cut short leaves a folder without one, which is never used
+            if marker:
+                os.unlink(os.path.join(p["dir"], marker + MARKER_SUFFIX))
+            if folder:
+                shutil.rmtree(folder)
+        removed.append(folder or os.path.join(p["dir"], marker + MARKER_SUFFIX))
+    kept = sorted({os.path.normpath(n) for n in named if n})
+    return {"changed": bool(removed), "removed": removed, "kept": kept}
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec={
+            "state": {"type": "str", "choices": ["plan", "complete", "versions", "prune"], "default": "plan"},
+            "dir": {"type": "path", "required": True},
+            "legacy": {"type": "path"},
+            "unit": {"type": "path"},
+            "store": {"type": "path"},
+            "version": {"type": "str"},
+            "package": {"type": "str", "default": ""},
+            "wheels_dir": {"type": "path"},
+            "extras": {"type": "list", "elements": "str", "default": []},
+            "kernel_wheels": {"type": "list", "elements": "dict", "default": []},
+            "kernel_sources": {"type": "list", "elements": "dict", "default": []},
+            "python": {"type": "str", "default": "python3"},
+            "min_free_gib": {"type": "float", "default": 20},
+            "path": {"type": "path"},
+            "name": {"type": "str"},
+            "digest": {"type": "str"},
+            "set": {"type": "dict"},
+            "versions": {"type": "dict"},
+            "names": {"type": "list", "elements": "str", "default": ["sglang"]},
+            "entry": {"type": "str"},
+            "keep": {"type": "list", "elements": "path", "default": []},
+        },
+        supports_check_mode=True,
+    )
+    with failures_as_sentences(module, "sglang_runtime"):
+        run = {"plan": run_plan, "complete": run_complete, "versions": run_versions, "prune": run_prune}
+        try:
+            module.exit_json(**run[module.params["state"]](module, module.params))
+        except RuntimeError_ as error:
+            module.fail_json(msg=str(error))
+        except OSError as error:  # a folder that cannot be read or removed: say which
+            module.fail_json(msg="sglang_runtime (state=%s, %s) failed: %s"
+                             % (module.params["state"], module.params["dir"], error))
+
+
+if __name__ == "__main__":
+    main()
