@@ -4,6 +4,12 @@
       {level: full|check, reason, last_full_at, expect}: the proof this run needs (proof_level.py)
   {{ live | sglang_proof_record(sglang_smoke) }}
       the record a passed full proof leaves on the host, for the next run's decision
+  {{ own_level | sglang_proof_server_level(nodes_levels) }}
+      a server across nodes is proven as one: the full proof when any node needs it
+  {{ planned_level | sglang_proof_ran(sglang_smoke) }}
+      the proof that ran: the planned one, or the full one a check escalated to
+  {{ stdout_lines | sglang_serving_process(record) }}
+      {process, proven}: the serving process from systemctl show, and whether the last full proof saw it
 """
 
 import os
@@ -28,6 +34,20 @@ def proof_record(live, smoke):
     return sglang_state.proof_record(dict(live or {}), dict(smoke or {}))
 
 
+def proof_server_level(own, nodes_levels):
+    return sglang_state.server_proof_level(dict(own), list(nodes_levels or []))
+
+
+def proof_ran(planned, smoke):
+    return sglang_state.proof_ran(dict(planned), dict(smoke or {}))
+
+
+def serving_process(show_lines, record=None):
+    return sglang_state.serving_process(list(show_lines or []), dict(record or {}))
+
+
 class FilterModule:
     def filters(self):
-        return {"sglang_proof_level": proof_level, "sglang_proof_record": proof_record}
+        return {"sglang_proof_level": proof_level, "sglang_proof_record": proof_record,
+                "sglang_proof_server_level": proof_server_level, "sglang_proof_ran": proof_ran,
+                "sglang_serving_process": serving_process}

@@ -125,3 +125,32 @@ def proof_record(live, smoke, at=None):
             "context_length": smoke.get("context_length"), "prompt_tokens": smoke.get("prompt_tokens"),
             "elapsed_s": smoke.get("elapsed_s"), "prefill_tokens_per_s": smoke.get("prefill_tokens_per_s"),
             "decode": smoke.get("decode"), "full_at": at or datetime.now(UTC).isoformat(timespec="seconds")}
+
+
+def serving_process(show_lines, record=None):
+    """{process, proven}: the serving process from `systemctl show -p InvocationID -p MainPID -p
+    ExecMainStartTimestamp` ("Key=value" lines; a unit not installed yet: empty InvocationID, MainPID 0), and
+    whether it is the process the last full proof saw (the install skips its runtime check then)."""
+    props = {}
+    for line in show_lines or []:
+        key, sep, value = str(line).partition("=")
+        if sep and key:  # a repeated key: the last line's value, as dict() of the pairs
+            props[key] = value
+    process = {"invocation_id": props.get("InvocationID", ""), "main_pid": props.get("MainPID", "0"),
+               "exec_main_start": props.get("ExecMainStartTimestamp", "")}
+    proven = process["main_pid"] != "0" and (record or {}).get("process", {}) == process
+    return {"process": process, "proven": proven}
+
+
+def server_proof_level(own, nodes_levels):
+    """A server across nodes is proven as one: in full when any of its nodes needs it (that node's reason)."""
+    return next((level for level in nodes_levels or [] if isinstance(level, dict) and level.get("level") == "full"),
+                own)
+
+
+def proof_ran(planned, smoke):
+    """The proof that ran: the planned one, unless a check found a difference and ran the full proof itself
+    (the module's level and its escalated reason say so)."""
+    smoke = smoke or {}
+    return dict(planned, level=smoke.get("level", planned.get("level")),
+                reason=smoke.get("escalated") or planned.get("reason"))

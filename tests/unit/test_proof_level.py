@@ -3,7 +3,7 @@
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from sglang_state import ProofLevelError, proof_level, proof_record
+from sglang_state import ProofLevelError, proof_level, proof_ran, proof_record, server_proof_level, serving_process
 
 NOW = datetime(2026, 12, 1, 9, 0, tzinfo=UTC)
 FILES = {"sglang.service": "aa", "sglang.env": "bb", "sglang.yaml": "cc"}
@@ -93,3 +93,34 @@ def test_the_record_holds_what_the_next_decision_compares():
     assert made["versions"] == VERSIONS and made["pool_tokens"] == 200064 and made["context_length"] == 200000
     assert made["full_at"] == "2026-12-01T09:00:00+00:00"
     assert proof_record(live(), SMOKE)["full_at"].startswith(str(datetime.now(UTC).year))
+
+
+def test_a_server_across_nodes_is_proven_in_full_when_any_node_needs_it():
+    check = {"level": "check", "reason": "nothing changed"}
+    full = {"level": "full", "reason": "this run (re)started SGLang"}
+    assert server_proof_level(check, [check, full, check]) == full
+    assert server_proof_level(check, [check, check]) == check
+    assert server_proof_level(check, []) == check
+
+
+def test_the_proof_that_ran_is_the_full_one_a_check_escalated_to_with_its_reason():
+    planned = {"level": "check", "reason": "nothing changed", "last_full_at": "x", "expect": {"pool_tokens": 1}}
+    got = proof_ran(planned, {"level": "full", "escalated": "the pool is 100, the proof had 200"})
+    assert got == dict(planned, level="full", reason="the pool is 100, the proof had 200")
+    assert proof_ran(planned, {"level": "check", "escalated": None}) == planned
+    assert proof_ran(dict(planned, level="full"), {"failed": True}) == dict(planned, level="full")
+
+
+def test_the_serving_process_is_the_proven_one_only_when_the_same_start_still_runs():
+    lines = ["InvocationID=1f2e", "MainPID=4242", "ExecMainStartTimestamp=Tue 2026-12-01 08:00:00 UTC"]
+    got = serving_process(lines, record())
+    assert got == {"process": PROCESS, "proven": True}
+    assert serving_process(lines[:1] + ["MainPID=4343"] + lines[2:], record())["proven"] is False
+    assert serving_process(lines, {})["proven"] is False
+
+
+def test_a_unit_not_installed_yet_runs_nothing_proven():
+    got = serving_process(["InvocationID=", "MainPID=0", "ExecMainStartTimestamp="], record(process={
+        "invocation_id": "", "main_pid": "0", "exec_main_start": ""}))
+    assert got == {"process": {"invocation_id": "", "main_pid": "0", "exec_main_start": ""}, "proven": False}
+    assert serving_process([], None)["process"]["main_pid"] == "0"
