@@ -75,12 +75,24 @@ def _action(node, nodes_current_proven, rolling_back, rescue_from, rollback_on_f
     return "restore" if node["target"] else "stop"
 
 
-def rescue_action(node, nodes_current_proven, rolling_back=False, rescue_from="", rollback_on_failure=False):
-    """rescue_node()'s dict with its action: kept | none | left | restore | stop. Across nodes every node decides
-    the same: the live state is kept only when it is proven on all of them (nodes_current_proven, this node's
-    included), else each node restores its last proven entry, unchanged ones too, so that all restart together."""
-    return dict(node, action=_action(node, list(nodes_current_proven or []), bool(rolling_back), rescue_from or "",
-                                     bool(rollback_on_failure)))
+def nodes_current_proven(node, nodes, hostvars):
+    """Whether the live state is proven on each node of the server in this batch, by each node's store entries
+    (backups.yml read them on every node of the rescue before this; a node that has none counts as this one)."""
+    proven = []
+    for name in nodes or []:
+        facts = hostvars[name] if name in hostvars else {}
+        backups = facts.get("sglang_backups")
+        proven.append(node["current_proven"] if backups is None
+                      else rescue_node({}, backups, None, "")["current_proven"])
+    return proven
+
+
+def rescue_action(node, nodes, hostvars, rolling_back=False, rescue_from="", rollback_on_failure=False):
+    """rescue_node()'s dict with its action: kept | none | left | restore | stop. Across nodes (nodes: the server's
+    in this batch) every node decides the same: the live state is kept only when it is proven on all of them, else
+    each node restores its last proven entry, unchanged ones too, so that all restart together."""
+    return dict(node, action=_action(node, nodes_current_proven(node, nodes, hostvars), bool(rolling_back),
+                                     rescue_from or "", bool(rollback_on_failure)))
 
 
 def _drift(entry_versions, versions_now):

@@ -13,8 +13,10 @@ def node(health=HEALTHY, backups=(PROVEN, NEW), last_proven=PROVEN["name"], run_
     return rescue_node(health, list(backups), last_proven, run_backup, failure)
 
 
-def action(part, nodes=None, **kwargs):
-    return rescue_action(part, [part["current_proven"]] if nodes is None else nodes, **kwargs)["action"]
+def action(part, hostvars=None, **kwargs):
+    """The action on host "h" of a server whose nodes' stores are hostvars (by default h alone, its part as read)."""
+    hostvars = {"h": {}} if hostvars is None else hostvars
+    return rescue_action(part, list(hostvars), hostvars, **kwargs)["action"]
 
 
 def test_a_start_that_never_became_healthy_always_restores_the_last_proven_state():
@@ -47,15 +49,24 @@ def test_a_store_without_proofs_goes_back_to_the_state_that_served_before_the_ru
     assert part["target"] == "20261130T080000000000Z" and action(part) == "restore"
 
 
+LIVE_PROVEN = [dict(PROVEN, current=True)]
+
+
 def test_a_live_state_proven_on_every_node_that_answers_is_kept():
-    part = node(backups=[dict(PROVEN, current=True)])
+    part = node(backups=LIVE_PROVEN)
     assert part["current_proven"] is True
-    assert action(part, nodes=[True, True], rescue_from="proof") == "kept"
+    assert action(part, {"a": {"sglang_backups": LIVE_PROVEN}, "b": {"sglang_backups": LIVE_PROVEN}},
+                  rescue_from="proof") == "kept"
 
 
 def test_across_nodes_one_unproven_node_makes_every_node_restore():
-    part = node(backups=[dict(PROVEN, current=True)])
-    assert action(part, nodes=[True, False]) == "restore"
+    part = node(backups=LIVE_PROVEN)
+    assert action(part, {"a": {"sglang_backups": LIVE_PROVEN}, "b": {"sglang_backups": [PROVEN, NEW]}}) == "restore"
+
+
+def test_a_node_whose_store_was_not_read_counts_as_this_one():
+    assert action(node(backups=LIVE_PROVEN), {"a": {"sglang_backups": LIVE_PROVEN}, "b": {}}) == "kept"
+    assert action(node(), {"a": {"sglang_backups": LIVE_PROVEN}, "b": {}}) == "restore"
 
 
 def test_a_rollback_is_not_rescued_by_another():
@@ -88,7 +99,7 @@ def message(part, **facts):
 
 
 def test_the_message_says_what_was_restored_and_why_and_redacts_the_key_in_the_journal():
-    part = rescue_action(node(health=DOWN), [False])
+    part = rescue_action(node(health=DOWN), ["h"], {"h": {}})
     text = message(part)
     assert text.startswith("boom Restored the last proven state 20261130T080000000000Z (context 150000), which "
                            "serves again (always, for a start that never became healthy).\n")
@@ -97,7 +108,7 @@ def test_the_message_says_what_was_restored_and_why_and_redacts_the_key_in_the_j
 
 
 def test_the_message_names_a_virtualenv_that_differs_from_the_restored_state():
-    part = rescue_action(node(), [False], rescue_from="proof", rollback_on_failure=True)
+    part = rescue_action(node(), ["h"], {"h": {}}, rescue_from="proof", rollback_on_failure=True)
     text = message(part, rescue_from="proof", versions_now={"sglang": "0.5.23"})
     assert "(sglang_rollback_on_failure). The virtualenv now has {\"sglang\": \"0.5.23\"} where that state ran " \
            "{\"sglang\": \"0.5.22\"}: playbooks/rollback.yml -e sglang_rollback_to=20261130T080000000000Z puts" in text
@@ -118,7 +129,7 @@ def test_each_action_says_what_it_left(part, expected):
 
 
 def test_an_unproven_fallback_is_called_known_not_proven():
-    part = rescue_action(node(backups=[NEW], last_proven=None, run_backup="/b/20261130T080000000000Z"), [False])
+    part = rescue_action(node(backups=[NEW], last_proven=None, run_backup="/b/20261130T080000000000Z"), ["h"], {})
     text = message(part, entry={"name": "20261130T080000000000Z"}, api_key="")
     assert "Restored the last known (unproven) state 20261130T080000000000Z (context ?)" in text
     assert "(always, for a failed deploy)" in text and "api_key=s3cret" in text
