@@ -6,9 +6,11 @@ from sglang_state.model_inputs import calibration_key, model_inputs
 from sglang_state.proof_level import (
            PROOF_CHOICES,
            ProofLevelError,
+           live_state,
            proof_level,
            proof_ran,
            proof_record,
+           server_level,
            server_proof_level,
            serving_process,
 )
@@ -16,5 +18,6 @@ from sglang_state.rescue import failure_reason, rescue_action, rescue_message, r
 from sglang_state.restarts import deploy_changes, peer_restart, server_boot
 
 __all__ = ["PROOF_CHOICES", "ProofLevelError", "calibration_key", "correction", "deploy_changes", "failure_reason",
-           "is_stale", "model_inputs", "peer_restart", "proof_level", "proof_ran", "proof_record", "rescue_action",
-           "rescue_message", "rescue_node", "server_boot", "server_proof_level", "serving_process", "without_excerpt"]
+           "is_stale", "live_state", "model_inputs", "peer_restart", "proof_level", "proof_ran", "proof_record",
+           "rescue_action", "rescue_message", "rescue_node", "server_boot", "server_level", "server_proof_level",
+           "serving_process", "without_excerpt"]
