@@ -3,7 +3,7 @@ deploy.yml performs what they decide.
 
   {{ files_changed | sglang_deploy_changes(changed_this_run, run_backup, before) }}
       {files_changed, changed_this_run, run_backup} after rendering the service's files
-  {{ nodes | sglang_peer_restart(inventory_hostname, multinode, hostvars) }}
+  {{ nodes | sglang_peer_restart(inventory_hostname, multinode, changed, hostvars) }}
       {restart, changed}: whether this node restarts because other nodes of its server changed
   {{ nodes | sglang_server_boot(rank0, multinode, own_boot, hostvars) }}
       the server's boot: the least-free node's P, A and headroom across nodes
@@ -22,8 +22,8 @@ def deploy_changes(files_changed, changed_this_run, run_backup, before):
     return sglang_state.deploy_changes(files_changed, changed_this_run, run_backup, dict(before or {}))
 
 
-def peer_restart(nodes, host, multinode, hostvars):
-    return sglang_state.peer_restart(list(nodes or []), host, bool(multinode), hostvars)
+def peer_restart(nodes, host, multinode, changed, hostvars):
+    return sglang_state.peer_restart(list(nodes or []), host, bool(multinode), bool(changed), hostvars)
 
 
 def server_boot(nodes, rank0, multinode, own_boot, hostvars):

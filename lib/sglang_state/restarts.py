@@ -31,15 +31,29 @@ def deploy_changes(files_changed, changed_this_run, run_backup, before):
             "run_backup": run_backup or ""}
 
 
-def peer_restart(nodes, host, multinode, hostvars):
-    """{restart, changed}: the other nodes of this host's server (nodes: those in this batch) that this run changed,
-    and whether this host restarts with them (it changed nothing itself)."""
+def _changed(result):
+    """Ansible's `changed` test on a registered result (a loop's: any of its items)."""
+    if not isinstance(result, dict):
+        return False
+    if "changed" in result:
+        return bool(result["changed"])
+    return any(isinstance(each, dict) and each.get("changed") for each in result.get("results") or [])
+
+
+def peer_restart(nodes, host, multinode, changed, hostvars):
+    """{restart, changed}: the other nodes of this host's server (nodes: those in this batch) whose files this
+    deploy changed, and whether this host restarts with them (changed: whether this run changed this host).
+
+    Read from the nodes' registered renders (_sglang_rendered_unit, _sglang_rendered_secrets), which every node
+    has before this is decided, so the answer does not depend on which node's note lands first. A run changes
+    the nodes of a server together: a node that changed nothing before this deploy has peers that changed
+    nothing before it either (a corrective deploy follows a start, which restarted every node of the server)."""
     if not multinode:
         return {"restart": False, "changed": []}
-    facts = {node: hostvars[node] if node in hostvars else {} for node in nodes}
-    changed = [node for node in nodes if facts[node].get("sglang_changed_this_run")]
-    own = bool(facts.get(host, {}).get("sglang_changed_this_run")) if host in facts else False
-    return {"restart": not own and len(changed) > 0, "changed": changed}
+    rendered = [node for node in nodes if node != host and node in hostvars
+                and (_changed(hostvars[node].get("_sglang_rendered_unit"))
+                     or _changed(hostvars[node].get("_sglang_rendered_secrets")))]
+    return {"restart": not changed and len(rendered) > 0, "changed": rendered}
 
 
 def _skipped(result):

@@ -30,26 +30,32 @@ def test_a_first_install_has_no_state_to_note():
     assert deploy_changes(True, False, "", {"name": None, "entries": []})["run_backup"] == ""
 
 
-FACTS = {"a": {"sglang_changed_this_run": True}, "b": {"sglang_changed_this_run": False}, "c": {}}
+CHANGED, SAME = {"changed": True}, {"changed": False}
+# what each node registered rendering its files: a's unit changed; b's nothing; c's env file (a loop) changed
+RENDERS = {"a": {"_sglang_rendered_unit": CHANGED, "_sglang_rendered_secrets": {"results": [SAME, SAME]}},
+           "b": {"_sglang_rendered_unit": SAME, "_sglang_rendered_secrets": {"results": [SAME, SAME]}},
+           "c": {"_sglang_rendered_unit": SAME, "_sglang_rendered_secrets": {"results": [CHANGED, SAME]}}}
 
 
-def test_a_node_restarts_with_a_peer_that_changed():
-    assert peer_restart(["a", "b", "c"], "b", True, FACTS) == {"restart": True, "changed": ["a"]}
-    assert peer_restart(["a", "b", "c"], "c", True, FACTS)["restart"] is True
+def test_a_node_that_changed_nothing_restarts_with_the_peers_that_changed():
+    assert peer_restart(["a", "b", "c"], "b", True, False, RENDERS) == {"restart": True, "changed": ["a", "c"]}
 
 
-def test_the_node_that_changed_restarts_by_its_own_change_not_again_as_a_peer():
-    assert peer_restart(["a", "b"], "a", True, FACTS)["restart"] is False
+def test_a_node_that_changed_restarts_by_its_own_change_not_again_as_a_peer():
+    assert peer_restart(["a", "b", "c"], "a", True, True, RENDERS) == {"restart": False, "changed": ["c"]}
+    # ... as after a corrective deploy's start: the run changed it already
+    assert peer_restart(["a", "b", "c"], "b", True, True, RENDERS)["restart"] is False
 
 
 def test_nothing_changed_anywhere_or_one_node_restarts_nothing_more():
-    quiet = {"a": {"sglang_changed_this_run": False}, "b": {"sglang_changed_this_run": False}}
-    assert peer_restart(["a", "b"], "b", True, quiet)["restart"] is False
-    assert peer_restart(["a"], "a", False, FACTS) == {"restart": False, "changed": []}
+    quiet = {"a": RENDERS["b"], "b": RENDERS["b"]}
+    assert peer_restart(["a", "b"], "b", True, False, quiet) == {"restart": False, "changed": []}
+    assert peer_restart(["a"], "a", False, False, RENDERS) == {"restart": False, "changed": []}
 
 
 def test_a_peer_outside_this_batch_is_not_waited_for():
-    assert peer_restart(["b", "c"], "b", True, FACTS)["restart"] is False
+    assert peer_restart(["b"], "b", True, False, RENDERS)["restart"] is False
+    assert peer_restart(["b", "z"], "b", True, False, RENDERS)["restart"] is False  # z: not in the inventory
 
 
 def boot(pre, post, end=None, pool=200064):
