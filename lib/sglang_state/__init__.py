@@ -4,15 +4,15 @@ a deploy restarts and notes, whether a short pool is corrected, and what the res
 from sglang_state.correction import correction, is_stale
 from sglang_state.model_inputs import calibration_key, model_inputs
 from sglang_state.proof_level import (
-           PROOF_CHOICES,
-           ProofLevelError,
-           live_state,
-           proof_level,
-           proof_ran,
-           proof_record,
-           server_level,
-           server_proof_level,
-           serving_process,
+    PROOF_CHOICES,
+    ProofLevelError,
+    live_state,
+    proof_level,
+    proof_ran,
+    proof_record,
+    server_level,
+    server_proof_level,
+    serving_process,
 )
 from sglang_state.rescue import failure_reason, rescue_action, rescue_message, rescue_node, without_excerpt
 from sglang_state.restarts import deploy_changes, peer_restart, server_boot

@@ -138,5 +138,5 @@ def rescue_message(decision, facts):
     journal = str(facts.get("journal") or "")
     if facts.get("api_key"):
         journal = journal.replace(facts["api_key"], "<api key>")
-    return "%s %s\nLast lines of %s's journal before the rescue:\n%s" % (decision["failure"], outcome, service,
-                                                                        journal)
+    title = "Last lines of %s's journal before the rescue:" % service
+    return "%s %s\n%s\n%s" % (decision["failure"], outcome, title, journal)
