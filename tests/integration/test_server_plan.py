@@ -102,7 +102,8 @@ def test_the_calibration_key_counts_the_nodes_of_a_server_only(tmp_path, nodes, 
                       "sglang_enable_dp_attention": False, "sglang_version": "0.5.23", "sglang_pool_rules": "",
                       "sglang_kv_cache_dtype": "auto",
                       "sglang_speculative": {"algorithm": "dflash"}, "sglang_nodes": nodes,
-                      "_inputs": task["vars"]["_inputs"], "_setup": task["vars"]["_setup"],
+                      "_sglang_model_inputs": task["vars"]["_sglang_model_inputs"],
+                      "_sglang_model_setup": task["vars"]["_sglang_model_setup"],
                       "key": task["ansible.builtin.set_fact"]["_sglang_calibration_key"]},
              "tasks": [{"name": "Key", "ansible.builtin.debug": {"msg": "KEY[{{ key }}]"}}]}]
     (tmp_path / "key.yml").write_text(yaml.safe_dump(play))
