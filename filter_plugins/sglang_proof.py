@@ -4,6 +4,15 @@
       {level: full|check, reason, last_full_at, expect}: the proof this run needs (proof_level.py)
   {{ live | sglang_proof_record(sglang_smoke) }}
       the record a passed full proof leaves on the host, for the next run's decision
+  {{ inventory_hostname | sglang_proof_live(hostvars, context_target) }}
+      what the run knows of this host's live state (sglang_proof_level's input), from its facts
+  {{ nodes | sglang_proof_server_level(inventory_hostname, hostvars, context_target, sglang_proof,
+                                       sglang_reprove_after_days) }}
+      the proof the server needs: each node's level from its facts, the full proof when any node needs it
+  {{ planned_level | sglang_proof_ran(sglang_smoke) }}
+      the proof that ran: the planned one, or the full one a check escalated to
+  {{ stdout_lines | sglang_serving_process(record) }}
+      {process, proven}: the serving process from systemctl show, and whether the last full proof saw it
 """
 
 import os
@@ -28,6 +37,27 @@ def proof_record(live, smoke):
     return sglang_state.proof_record(dict(live or {}), dict(smoke or {}))
 
 
+def proof_live(host, hostvars, context_target):
+    return sglang_state.live_state(hostvars[host], context_target)
+
+
+def proof_server_level(nodes, host, hostvars, context_target, asked="auto", reprove_after_days=7):
+    try:
+        return sglang_state.server_level(list(nodes or []), host, hostvars, context_target, asked, reprove_after_days)
+    except sglang_state.ProofLevelError as error:
+        raise AnsibleFilterError(str(error)) from None
+
+
+def proof_ran(planned, smoke):
+    return sglang_state.proof_ran(dict(planned), dict(smoke or {}))
+
+
+def serving_process(show_lines, record=None):
+    return sglang_state.serving_process(list(show_lines or []), dict(record or {}))
+
+
 class FilterModule:
     def filters(self):
-        return {"sglang_proof_level": proof_level, "sglang_proof_record": proof_record}
+        return {"sglang_proof_level": proof_level, "sglang_proof_record": proof_record,
+                "sglang_proof_live": proof_live, "sglang_proof_server_level": proof_server_level,
+                "sglang_proof_ran": proof_ran, "sglang_serving_process": serving_process}

@@ -37,6 +37,9 @@ _ERROR = re.compile(r"(RuntimeError|ValueError|OSError|torch\.OutOfMemoryError|C
 # tqdm bars (weight_utils.py with BAR_FORMAT from utils/common.py; cuda_graph_runner.py)
 _SHARDS = re.compile(r"Loading \w+ checkpoint shards:\s*" + _INT + r"% Completed \| " + _INT + "/" + _INT)
 _GRAPH_BAR = re.compile(r"Capturing batches \([^)]*\):\s*" + _INT + r"%\|[^|]*\|\s*" + _INT + "/" + _INT)
+# The journal excerpt sglang_wait_ready ends its failures with ("... Its last lines:\n<lines>", "... Last lines:\n
+# <lines>"): the rescue and the nodes' check drop it from the message and show the journal's lines once themselves.
+_EXCERPT = re.compile(r"(?s)\s*(Its last lines|Last lines)[^:\n]*:\n.*$")
 STAGES = ("starting", "joining the process group", "loading weights", "loading the draft model",
           "allocating the KV cache", "capturing CUDA graphs", "warming up", "ready")
 
@@ -198,3 +201,8 @@ def boot_progress(text):
     for line in lines(text):
         _progress_step(state, begins, line)
     return state
+
+
+def without_excerpt(message):
+    """The message of a failed wait without the journal lines it ends with (the caller shows them once)."""
+    return _EXCERPT.sub("", str(message)).strip()

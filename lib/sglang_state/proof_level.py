@@ -125,3 +125,77 @@ def proof_record(live, smoke, at=None):
             "context_length": smoke.get("context_length"), "prompt_tokens": smoke.get("prompt_tokens"),
             "elapsed_s": smoke.get("elapsed_s"), "prefill_tokens_per_s": smoke.get("prefill_tokens_per_s"),
             "decode": smoke.get("decode"), "full_at": at or datetime.now(UTC).isoformat(timespec="seconds")}
+
+
+def serving_process(show_lines, record=None):
+    """{process, proven}: the serving process from `systemctl show -p InvocationID -p MainPID -p
+    ExecMainStartTimestamp` ("Key=value" lines; a unit not installed yet: empty InvocationID, MainPID 0), and
+    whether it is the process the last full proof saw (the install skips its runtime check then)."""
+    props = {}
+    for line in show_lines or []:
+        key, sep, value = str(line).partition("=")
+        if sep and key:  # a repeated key: the last line's value, as dict() of the pairs
+            props[key] = value
+    process = {"invocation_id": props.get("InvocationID", ""), "main_pid": props.get("MainPID", "0"),
+               "exec_main_start": props.get("ExecMainStartTimestamp", "")}
+    proven = process["main_pid"] != "0" and (record or {}).get("process", {}) == process
+    return {"process": process, "proven": proven}
+
+
+def server_proof_level(own, nodes_levels):
+    """A server across nodes is proven as one: in full when any of its nodes needs it (that node's reason)."""
+    return next((level for level in nodes_levels or [] if isinstance(level, dict) and level.get("level") == "full"),
+                own)
+
+
+def proof_ran(planned, smoke):
+    """The proof that ran: the planned one, unless a check found a difference and ran the full proof itself
+    (the module's level and its escalated reason say so). A full proof that ran is the last full one: its time is
+    the record it leaves (proof_record(), made once), not the planned level's, which is the one before."""
+    smoke = smoke or {}
+    level = smoke.get("level", planned.get("level"))
+    return dict(planned, level=level, reason=smoke.get("escalated") or planned.get("reason"),
+                last_full_at=None if level == "full" else planned.get("last_full_at"))
+
+
+_TRUE = ("1", "true", "yes", "on", "y", "t")
+
+
+def _flag(value):
+    """Ansible's `bool` filter: True, 1 and the strings it reads as true."""
+    return value is True or (not isinstance(value, bool) and str(value).strip().lower() in _TRUE)
+
+
+def live_state(facts, context_target):
+    """What this run knows of a node's live state (proof_level()'s live), from the node's facts: the flags the
+    deploy noted, the store entry holding the live files (deploy.yml's snapshot found it), the serving process
+    (proof_state.yml), the virtualenv's versions. context_target: the server's proof target."""
+    before = facts.get("_sglang_before") or {}
+    current = next((entry for entry in before.get("entries") or [] if isinstance(entry, dict) and entry.get("current")),
+                   {})
+    if "sglang_restarted_this_run" in facts:
+        restarted = _flag(facts.get("sglang_restarted_this_run"))
+    else:
+        # playbooks/rollback.yml runs no main.yml: its restore counts a start instead
+        try:
+            restarted = int(facts.get("sglang_starts") or 0) > 0
+        except (TypeError, ValueError):
+            restarted = False
+    return {"changed_this_run": _flag(facts.get("sglang_changed_this_run", False)),
+            "restarted_this_run": restarted,
+            "runtime_changed": _flag(facts.get("_sglang_runtime_changed", False)),
+            "entry": current.get("name"), "files": current.get("files", {}),
+            "process": facts.get("_sglang_serving_process"), "versions": facts.get("sglang_venv_versions") or {},
+            "context_target": int(context_target)}
+
+
+def server_level(nodes, host, hostvars, context_target, asked="auto", reprove_after_days=7, now=None):
+    """The proof this host's server needs: each node's level from its own facts and record (nodes: the server's in
+    this batch), the full proof when any node needs it (server_proof_level())."""
+    def level(name):
+        facts = hostvars[name]
+        return proof_level(live_state(facts, context_target), facts.get("_sglang_proof_record") or {}, asked,
+                           reprove_after_days, now)
+
+    own = level(host)
+    return server_proof_level(own, [own if name == host else level(name) for name in nodes if name in hostvars])

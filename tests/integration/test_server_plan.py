@@ -91,17 +91,20 @@ def test_a_node_list_the_gpus_do_not_split_over_fails_naming_the_knobs(tmp_path)
 
 @pytest.mark.parametrize("nodes, expected", [([], ""), (["ct200"], ""), (["ct400-a", "ct400-b"], " nodes2")])
 def test_the_calibration_key_counts_the_nodes_of_a_server_only(tmp_path, nodes, expected):
-    """The key as roles/sglang/tasks/model.yml writes it (its own template text, rendered by Ansible)."""
+    """The key as roles/sglang/tasks/model.yml keeps it (its own task's variables, rendered by Ansible)."""
     with open(os.path.join(REPO, "roles", "sglang", "tasks", "model.yml"), encoding="utf-8") as handle:
         tasks = yaml.safe_load(handle)
-    template = next(t["ansible.builtin.set_fact"]["_sglang_calibration_key"] for t in tasks
-                    if "_sglang_calibration_key" in t.get("ansible.builtin.set_fact", {}))
+    task = next(t for t in tasks if "_sglang_calibration_key" in t.get("ansible.builtin.set_fact", {}))
     play = [{"hosts": "localhost", "connection": "local", "gather_facts": False,
-             "vars": {"sglang_model_path": "/srv/models/kimi-k2.6", "_sglang_model": {"sha256": "0123456789abcdef"},
+             "vars": {"sglang_model_path": "/srv/models/kimi-k2.6",
+                      "_sglang_checkpoints": {"sglang_model_path": {"sha256": "0123456789abcdef"}},
                       "sglang_tp_size": 8, "sglang_pp_size": 1, "sglang_dp_size": 1,
                       "sglang_enable_dp_attention": False, "sglang_version": "0.5.23", "sglang_pool_rules": "",
                       "sglang_kv_cache_dtype": "auto",
-                      "sglang_speculative": {"algorithm": "dflash"}, "sglang_nodes": nodes, "key": template},
+                      "sglang_speculative": {"algorithm": "dflash"}, "sglang_nodes": nodes,
+                      "_sglang_model_inputs": task["vars"]["_sglang_model_inputs"],
+                      "_sglang_model_setup": task["vars"]["_sglang_model_setup"],
+                      "key": task["ansible.builtin.set_fact"]["_sglang_calibration_key"]},
              "tasks": [{"name": "Key", "ansible.builtin.debug": {"msg": "KEY[{{ key }}]"}}]}]
     (tmp_path / "key.yml").write_text(yaml.safe_dump(play))
     result = run(str(tmp_path / "key.yml"))

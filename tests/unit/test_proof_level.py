@@ -3,7 +3,16 @@
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from sglang_state import ProofLevelError, proof_level, proof_record
+from sglang_state import (
+    ProofLevelError,
+    live_state,
+    proof_level,
+    proof_ran,
+    proof_record,
+    server_level,
+    server_proof_level,
+    serving_process,
+)
 
 NOW = datetime(2026, 12, 1, 9, 0, tzinfo=UTC)
 FILES = {"sglang.service": "aa", "sglang.env": "bb", "sglang.yaml": "cc"}
@@ -93,3 +102,75 @@ def test_the_record_holds_what_the_next_decision_compares():
     assert made["versions"] == VERSIONS and made["pool_tokens"] == 200064 and made["context_length"] == 200000
     assert made["full_at"] == "2026-12-01T09:00:00+00:00"
     assert proof_record(live(), SMOKE)["full_at"].startswith(str(datetime.now(UTC).year))
+
+
+def test_a_server_across_nodes_is_proven_in_full_when_any_node_needs_it():
+    check = {"level": "check", "reason": "nothing changed"}
+    full = {"level": "full", "reason": "this run (re)started SGLang"}
+    assert server_proof_level(check, [check, full, check]) == full
+    assert server_proof_level(check, [check, check]) == check
+    assert server_proof_level(check, []) == check
+
+
+def test_the_proof_that_ran_is_the_full_one_a_check_escalated_to_with_its_reason():
+    planned = {"level": "check", "reason": "nothing changed", "last_full_at": "x", "expect": {"pool_tokens": 1}}
+    got = proof_ran(planned, {"level": "full", "escalated": "the pool is 100, the proof had 200"})
+    # the full proof that ran is the last one: its time is its record's, not the one before
+    assert got == dict(planned, level="full", reason="the pool is 100, the proof had 200", last_full_at=None)
+    assert proof_ran(planned, {"level": "check", "escalated": None}) == planned
+    assert proof_ran(dict(planned, level="full"), {"failed": True}) == dict(planned, level="full", last_full_at=None)
+
+
+def test_the_serving_process_is_the_proven_one_only_when_the_same_start_still_runs():
+    lines = ["InvocationID=1f2e", "MainPID=4242", "ExecMainStartTimestamp=Tue 2026-12-01 08:00:00 UTC"]
+    got = serving_process(lines, record())
+    assert got == {"process": PROCESS, "proven": True}
+    assert serving_process(lines[:1] + ["MainPID=4343"] + lines[2:], record())["proven"] is False
+    assert serving_process(lines, {})["proven"] is False
+
+
+def test_a_unit_not_installed_yet_runs_nothing_proven():
+    got = serving_process(["InvocationID=", "MainPID=0", "ExecMainStartTimestamp="], record(process={
+        "invocation_id": "", "main_pid": "0", "exec_main_start": ""}))
+    assert got == {"process": {"invocation_id": "", "main_pid": "0", "exec_main_start": ""}, "proven": False}
+    assert serving_process([], None)["process"]["main_pid"] == "0"
+
+
+ENTRY = {"name": "20261201T080000000000Z", "current": True, "files": dict(FILES)}
+
+
+def facts(**changes):
+    """A node's facts after a deploy that changed nothing (deploy.yml, proof_state.yml, versions.yml)."""
+    made = {"sglang_changed_this_run": False, "sglang_restarted_this_run": False,
+            "_sglang_before": {"entries": [{"name": "20261101T000000000000Z", "current": False}, ENTRY]},
+            "_sglang_serving_process": dict(PROCESS), "sglang_venv_versions": dict(VERSIONS),
+            "_sglang_proof_record": record()}
+    made.update(changes)
+    return made
+
+
+def test_the_live_state_is_read_from_the_node_s_facts():
+    assert live_state(facts(), "200000") == dict(live(), changed_this_run=False, restarted_this_run=False,
+                                                 runtime_changed=False)
+
+
+def test_a_rollback_that_ran_no_deploy_counts_its_restore_s_start_as_a_restart():
+    rolled = facts()
+    del rolled["sglang_restarted_this_run"], rolled["sglang_changed_this_run"]
+    assert live_state(dict(rolled, sglang_starts=1), 200000)["restarted_this_run"] is True
+    assert live_state(rolled, 200000)["restarted_this_run"] is False
+    assert live_state(rolled, 200000)["changed_this_run"] is False
+
+
+def test_a_node_that_changed_makes_the_whole_server_prove_in_full():
+    hostvars = {"a": facts(), "b": facts(sglang_changed_this_run=True)}
+    assert server_level(["a", "b"], "a", hostvars, 200000, now=NOW)["level"] == "full"
+    assert server_level(["a", "b"], "a", hostvars, 200000, now=NOW)["reason"].startswith("this run changed")
+    assert server_level(["a"], "a", hostvars, 200000, now=NOW)["level"] == "check"
+
+
+def test_a_server_whose_nodes_changed_nothing_is_checked_against_this_node_s_record():
+    hostvars = {"a": facts(), "b": facts()}
+    got = server_level(["a", "b"], "a", hostvars, 200000, now=NOW)
+    assert got["level"] == "check" and got["expect"] == {"pool_tokens": 200064, "context_length": 200000}
+    assert server_level(["a", "b"], "a", hostvars, 100000, now=NOW)["level"] == "full"  # another target

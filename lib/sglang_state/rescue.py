@@ -1,0 +1,142 @@
+"""What the rescue does after a run's failure (roles/sglang/tasks/rescue.yml performs it), and what it says.
+
+The cases (docs/when-things-go-wrong.md, "What the rescue does"):
+  - nothing changed this run: the failure as it is (rescue.yml fails before deciding: nothing to undo);
+  - the live state is proven on every node of the server and answers: kept;
+  - a rollback (playbooks/rollback.yml) is not rescued by another one: none;
+  - a failed proof of a state that answers, sglang_rollback_on_failure false: left running for inspection;
+  - otherwise, with a state to go back to: restore it (always after a failed deploy or a start never healthy);
+  - no state to go back to (a first install): stop the unit.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import re
+
+ACTIONS = ("kept", "none", "left", "restore", "restore-failed", "stop")
+
+
+def _journal_module():
+    """module_utils/sglang_journal.py by file: it writes the excerpt the failure's message ends with, so it is the
+    one place that knows its shape (module_utils/ is not a package on the controller's path)."""
+    path = os.path.join(os.path.dirname(os.path.realpath(__file__)), os.pardir, os.pardir, "module_utils",
+                        "sglang_journal.py")
+    spec = importlib.util.spec_from_file_location("_sglang_longctx_sglang_journal", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+without_excerpt = _journal_module().without_excerpt
+
+# A planner error reaches the rescue wrapped in Ansible's task-args message: the planner's sentence is kept.
+_PLANNER_WRAP = re.compile(r"(?s)^.*The filter plugin .sglang_kv_plan. failed: ")
+
+
+def failure_reason(failed_result, failed_task=None):
+    """One sentence for the failure: the task's message (or its name), its stderr, without the wrapper of a planner
+    error and without the journal excerpt of a failed wait (the rescue shows the journal once, at the end)."""
+    result = failed_result if isinstance(failed_result, dict) else {}
+    task = failed_task if isinstance(failed_task, dict) else {}
+    if "msg" in result:
+        text = str(result["msg"])
+    else:
+        text = 'the task "%s" failed' % (task.get("name") or "?")
+    stderr = str(result.get("stderr") or "").strip()
+    if result.get("stderr"):
+        text += " (%s)" % stderr
+    return without_excerpt(_PLANNER_WRAP.sub("", text))
+
+
+def rescue_node(health, backups, last_proven, run_backup, failure=""):
+    """This node's part of the decision: {failure, healthy, current_proven, target}.
+
+    health: the /health_generate answer of the server's rank 0 (its HTTP API; the other nodes answer a health-only
+    server); backups: the store's entries; last_proven: the newest proven entry's name; run_backup: the path of the
+    entry that held the state serving before this run (a host whose store has no proof yet goes back to that).
+    """
+    health = health if isinstance(health, dict) else {}
+    entries = [entry for entry in backups or [] if isinstance(entry, dict)]
+    return {"failure": failure, "healthy": health.get("status", -1) == 200,
+            "current_proven": any(entry.get("current") and entry.get("proven") for entry in entries),
+            "target": last_proven or os.path.basename(str(run_backup or "")) or ""}
+
+
+def _action(node, nodes_current_proven, rolling_back, rescue_from, rollback_on_failure):
+    if all(nodes_current_proven) and node["healthy"]:
+        return "kept"
+    if rolling_back:
+        return "none"
+    if rescue_from == "proof" and node["healthy"] and not rollback_on_failure:
+        return "left"
+    return "restore" if node["target"] else "stop"
+
+
+def nodes_current_proven(node, nodes, hostvars):
+    """Whether the live state is proven on each node of the server in this batch, by each node's store entries
+    (backups.yml read them on every node of the rescue before this; a node that has none counts as this one)."""
+    proven = []
+    for name in nodes or []:
+        facts = hostvars[name] if name in hostvars else {}
+        backups = facts.get("sglang_backups")
+        proven.append(node["current_proven"] if backups is None
+                      else rescue_node({}, backups, None, "")["current_proven"])
+    return proven
+
+
+def rescue_action(node, nodes, hostvars, rolling_back=False, rescue_from="", rollback_on_failure=False):
+    """rescue_node()'s dict with its action: kept | none | left | restore | stop. Across nodes (nodes: the server's
+    in this batch) every node decides the same: the live state is kept only when it is proven on all of them, else
+    each node restores its last proven entry, unchanged ones too, so that all restart together."""
+    return dict(node, action=_action(node, nodes_current_proven(node, nodes, hostvars), bool(rolling_back),
+                                     rescue_from or "", bool(rollback_on_failure)))
+
+
+def _drift(entry_versions, versions_now):
+    return any(version and versions_now.get(name) != version for name, version in entry_versions.items())
+
+
+def rescue_message(decision, facts):
+    """The run's last message: the failure, what the rescue did, and the journal's last lines (the key redacted).
+
+    decision: rescue_node()'s dict with failure and action; facts: service, rescue_from, current (the store's live
+    entry), entry (the target's entry after the restore), versions_now, restore_failure, journal, api_key.
+    """
+    action, target = decision["action"], decision["target"]
+    entry = facts.get("entry") or {}
+    versions_now = facts.get("versions_now") or {}
+    service = facts.get("service")
+    if action == "kept":
+        outcome = "The live state is the proven entry %s, and it serves." % facts.get("current")
+    elif action == "none":
+        outcome = "(A rollback is not rescued by another one; `-e sglang_rollback_list=true` lists the proven states.)"
+    elif action == "left":
+        outcome = ("The new state boots, so it stays running for inspection (sglang_rollback_on_failure is false); "
+                   "`ansible-playbook playbooks/rollback.yml` restores the last proven state%s."
+                   % (" " + target if target else ""))
+    elif action == "restore":
+        if facts.get("rescue_from") == "proof" and decision["healthy"]:
+            why = " (sglang_rollback_on_failure)"
+        elif not decision["healthy"]:
+            why = " (always, for a start that never became healthy)"
+        else:
+            why = " (always, for a failed deploy)"
+        outcome = "Restored the last %s state %s (context %s), which serves again%s." % (
+            "proven" if entry.get("proven") else "known (unproven)", target, entry.get("context_target", "?"), why)
+        if _drift(entry.get("versions") or {}, versions_now):
+            outcome += (" The virtualenv now has %s where that state ran %s: playbooks/rollback.yml "
+                        "-e sglang_rollback_to=%s puts them back."
+                        % (json.dumps(versions_now), json.dumps(entry.get("versions")), target))
+    elif action == "restore-failed":
+        outcome = "Restoring %s failed as well: %s" % (target, facts.get("restore_failure") or "")
+    else:
+        outcome = ("There is no earlier proven state to restore (a first install?), so %s is left stopped."
+                   % service)
+    journal = str(facts.get("journal") or "")
+    if facts.get("api_key"):
+        journal = journal.replace(facts["api_key"], "<api key>")
+    title = "Last lines of %s's journal before the rescue:" % service
+    return "%s %s\n%s\n%s" % (decision["failure"], outcome, title, journal)
