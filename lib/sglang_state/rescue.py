@@ -127,9 +127,11 @@ def rescue_message(decision, facts):
         outcome = "Restored the last %s state %s (context %s), which serves again%s." % (
             "proven" if entry.get("proven") else "known (unproven)", target, entry.get("context_target", "?"), why)
         if _drift(entry.get("versions") or {}, versions_now):
-            outcome += (" The virtualenv now has %s where that state ran %s: playbooks/rollback.yml "
-                        "-e sglang_rollback_to=%s puts them back."
-                        % (json.dumps(versions_now), json.dumps(entry.get("versions")), target))
+            # Only an entry stored before runtimes: its unit names the one virtualenv, upgraded in place since.
+            # A runtime is never changed, so an entry that names one always gets back what it ran.
+            outcome += (" Its virtualenv now has %s where that state ran %s (an entry from before runtimes, whose "
+                        "virtualenv was upgraded in place): run site.yml with those versions to build a runtime of "
+                        "them." % (json.dumps(versions_now), json.dumps(entry.get("versions"))))
     elif action == "restore-failed":
         outcome = "Restoring %s failed as well: %s" % (target, facts.get("restore_failure") or "")
     else:
