@@ -203,7 +203,7 @@ def main():
 
         state = {"version": VERSION, "inputs": digest(params["inputs"]), "kernel": kernel,
                  "files": {path: file_digest(path) for path in params["files"]},
-                 "packages": {name: value for name, value in installed(module, params["packages"]).items()},
+                 "packages": installed(module, params["packages"]),
                  "facts": params["facts"]}
         missing = sorted(set(params["packages"]) - set(state["packages"]))
         if missing:
