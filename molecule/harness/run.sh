@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Run `molecule test` for each scenario (all of them by default) on a machine prepared by prepare.sh,
-# MOLECULE_LANES at a time (default 2: the scenarios mostly wait on their instances, and each has its own
-# instance names), the longest first, and end with one plain line: "molecule: N passed, M failed".
+# MOLECULE_LANES at a time (default 3: the scenarios mostly wait on their instances, a scenario using about a
+# fifth of a core, and each has its own instance names), the longest first, and end with one plain line:
+# "molecule: N passed, M failed".
 set -uo pipefail
 HERE="$(cd "$(dirname "$0")" && pwd)"
 REPO="$(cd "$HERE/../.." && pwd)"
@@ -9,7 +10,7 @@ export PATH="$REPO/.venv/bin:$PATH"
 cd "$REPO"
 "$HERE/prepare.sh" || { echo "molecule: 0 passed, 1 failed"; exit 1; }
 LOGS="$REPO/.cache/molecule/logs"; mkdir -p "$LOGS"
-LANES="${MOLECULE_LANES:-2}"
+LANES="${MOLECULE_LANES:-3}"
 scenarios=("$@")
 if [ ${#scenarios[@]} -eq 0 ]; then
   # longest first, so that the lanes end together (minutes measured on a 2-core machine)
