@@ -102,9 +102,8 @@ def test_the_multimodal_reserve_follows_is_multimodal(tmp_path, capsys, architec
     assert ("Reserving 0.10 GB of the KV budget" in out) == reserved
 
 
-@pytest.mark.parametrize("draft_extra, tokens", [({}, 16), ({"dflash_config": {"block_size": 8}}, 8),
-                                                 ({"block_size": 10}, 10)])
-def test_dflash_infers_its_draft_tokens(tmp_path, capsys, draft_extra, tokens):
+def _boot_dflash(tmp_path, capsys, draft_extra, flags=()):
+    """Kimi K2.6 at TP8 with a DFlash draft whose config.json has draft_extra; the boot's log."""
     draft = tmp_path / "draft"
     draft.mkdir()
     (draft / "config.json").write_text(json.dumps(dict(
@@ -112,8 +111,14 @@ def test_dflash_infers_its_draft_tokens(tmp_path, capsys, draft_extra, tokens):
          "num_key_value_heads": 8, "head_dim": 128, "hidden_size": 4096, "torch_dtype": "bfloat16"}, **draft_extra)))
     argv = ["--model-path", model_dir(str(tmp_path), "kimi-k2.6"), "--tp-size", "8", "--trust-remote-code",
             "--mem-fraction-static", "0.9", "--speculative-algorithm", "DFLASH",
-            "--speculative-draft-model-path", str(draft)]
-    _, out = _boot(argv, _gpu(weights_gib_per_gpu=60.0), capsys)
+            "--speculative-draft-model-path", str(draft), *flags]
+    return _boot(argv, _gpu(weights_gib_per_gpu=60.0), capsys)[1]
+
+
+@pytest.mark.parametrize("draft_extra, tokens", [({}, 16), ({"dflash_config": {"block_size": 8}}, 8),
+                                                 ({"block_size": 10}, 10)])
+def test_dflash_infers_its_draft_tokens(tmp_path, capsys, draft_extra, tokens):
+    out = _boot_dflash(tmp_path, capsys, draft_extra)
     assert re.search(r"Capture target verify CUDA graph begin\. backend=full, num_tokens_per_req=%d," % tokens, out)
     assert ("defaulting to 16 for DFLASH" in out) == (not draft_extra)
 
@@ -159,15 +164,7 @@ def test_a_gpu_feature_transport_reserves_1_gib_more(tmp_path, capsys, version, 
 ])
 def test_dflash_draft_tokens_as_the_wheel_resolves_them(tmp_path, capsys, draft_extra, flags, tokens, warning):
     """0.5.23 arg_groups/speculative_hook.py:368-420, speculative/dflash_utils.py:501-516, 608-617."""
-    draft = tmp_path / "draft"
-    draft.mkdir()
-    (draft / "config.json").write_text(json.dumps(dict(
-        {"architectures": ["DFlashDraftModel"], "num_hidden_layers": 5, "num_attention_heads": 32,
-         "num_key_value_heads": 8, "head_dim": 128, "hidden_size": 4096, "torch_dtype": "bfloat16"}, **draft_extra)))
-    argv = ["--model-path", model_dir(str(tmp_path), "kimi-k2.6"), "--tp-size", "8", "--trust-remote-code",
-            "--mem-fraction-static", "0.9", "--speculative-algorithm", "DFLASH",
-            "--speculative-draft-model-path", str(draft), *flags]
-    _, out = _boot(argv, _gpu(weights_gib_per_gpu=60.0), capsys)
+    out = _boot_dflash(tmp_path, capsys, draft_extra, flags)
     assert re.search(r"Capture target verify CUDA graph begin\. backend=full, num_tokens_per_req=%d," % tokens, out)
     if warning:
         assert warning in out
