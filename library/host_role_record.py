@@ -192,14 +192,14 @@ def main():
             if record is None:
                 module.exit_json(changed=False, unchanged=False, reasons=["no record of a complete run"], facts={},
                                  recorded_at=None)
-            files = record.get("files") if isinstance(record, dict) else None
-            packages = record.get("packages") if isinstance(record, dict) else None
-            files_now = {path: file_digest(path) for path in files or {}}
-            packages_now = installed(module, sorted(packages or {}))
+            if not isinstance(record, dict):  # JSON, but not a record: differences() names it
+                record = {}
+            files_now = {path: file_digest(path) for path in record.get("files") or {}}
+            packages_now = installed(module, sorted(record.get("packages") or {}))
             reasons = differences(record, digest(params["inputs"]), kernel, files_now, packages_now)
             module.exit_json(changed=False, unchanged=not reasons, reasons=reasons,
                              facts=record.get("facts", {}) if not reasons else {},
-                             recorded_at=record.get("recorded_at") if isinstance(record, dict) else None)
+                             recorded_at=record.get("recorded_at"))
 
         state = {"version": VERSION, "inputs": digest(params["inputs"]), "kernel": kernel,
                  "files": {path: file_digest(path) for path in params["files"]},
