@@ -99,7 +99,7 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.sglang_errors import failures_as_sentences
-from ansible.module_utils.sglang_files import write_atomic
+from ansible.module_utils.sglang_files import sha256, write_atomic
 
 VERSION = 1
 
@@ -114,14 +114,7 @@ def file_digest(path):
     added to /etc/apt/sources.list.d (another source for the same repository?) is a change too."""
     if os.path.isdir(path):
         return hashlib.sha256("\n".join(sorted(os.listdir(path))).encode("utf-8")).hexdigest()
-    try:
-        with open(path, "rb") as handle:
-            sha = hashlib.sha256()
-            for block in iter(lambda: handle.read(1 << 20), b""):
-                sha.update(block)
-            return sha.hexdigest()
-    except FileNotFoundError:
-        return None
+    return sha256(path)
 
 
 def parse_dpkg(text):
@@ -211,7 +204,9 @@ def main():
         old = read_record(params["path"])
         same = isinstance(old, dict) and {k: v for k, v in old.items() if k != "recorded_at"} == state
         if not same and not module.check_mode:
-            state["recorded_at"] = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
+            # datetime.UTC is Python 3.11+; the hosts' Python can be older (Ubuntu 22.04: 3.10)
+            now = datetime.datetime.now(datetime.timezone.utc)  # noqa: UP017
+            state["recorded_at"] = now.isoformat(timespec="seconds")
             write_atomic(params["path"], json.dumps(state, indent=1, sort_keys=True) + "\n", mode=0o644)
         module.exit_json(changed=not same, unchanged=True, reasons=[], facts=params["facts"],
                          recorded_at=(old or {}).get("recorded_at") if same else state.get("recorded_at"))

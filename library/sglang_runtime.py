@@ -190,10 +190,10 @@ import json
 import os
 import re
 import shutil
-import tempfile
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.sglang_errors import failures_as_sentences
+from ansible.module_utils.sglang_files import sha256, write_atomic
 
 MARKER_SUFFIX = ".json"
 NAME_RE = re.compile(r"^[0-9][0-9A-Za-z.+-]*-[0-9a-f]{12}$")
@@ -214,19 +214,16 @@ class RuntimeError_(Exception):
 # -- the package set and its digest ------------------------------------------------------------------------
 
 def sha256_file(path):
-    if not os.path.isfile(path):
+    sha = sha256(path)
+    if sha is None:
         raise RuntimeError_("the wheel %s is not on the host (install.yml copies it there first)" % path)
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
+    return sha
 
 
 def host_wheel(src, wheels_dir):
     """Where a wheel is read on the host: a src without :// is a controller-side wheel that install.yml
     copied into wheels_dir; anything else (an index requirement, a URL, git+...) is taken as written."""
-    if "://" in src or not wheels_dir or not src.endswith(".whl"):
+    if "://" in src or not wheels_dir:  # as install.yml decides what it copies
         return src
     return os.path.join(wheels_dir, os.path.basename(src))
 
@@ -390,18 +387,8 @@ def python_identity(module, python):
 
 
 def write_marker(runtimes_dir, name, manifest):
-    fd, tmp = tempfile.mkstemp(dir=runtimes_dir, prefix=".%s." % name, suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            json.dump(manifest, handle, indent=1, sort_keys=True)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, os.path.join(runtimes_dir, name + MARKER_SUFFIX))
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    write_atomic(os.path.join(runtimes_dir, name + MARKER_SUFFIX), json.dumps(manifest, indent=1, sort_keys=True),
+                 0o644)
 
 
 def run_plan(module, p):

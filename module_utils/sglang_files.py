@@ -3,6 +3,7 @@ where a reader (the next run, systemd, the rollback) expects a whole one."""
 
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
 import tempfile
@@ -47,3 +48,14 @@ def copy_atomic(src, dest):
 
     status = os.stat(src)
     _replace_with(dest, fill, status.st_mode & 0o7777, (status.st_uid, status.st_gid))
+
+
+def sha256(path):
+    """sha256 of a file's content, or None when there is no such file."""
+    if not os.path.isfile(path):
+        return None
+    sha = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            sha.update(block)
+    return sha.hexdigest()

@@ -3,16 +3,20 @@ whole or not at all. Shared by sglang_backup_store (which changes it) and sglang
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import re
 import shutil
-from datetime import UTC, datetime
+from contextlib import contextmanager
+from datetime import datetime, timezone
 
 from ansible.module_utils.sglang_files import copy_atomic, write_atomic
+from ansible.module_utils.sglang_files import sha256 as digest
 from ansible.module_utils.sglang_store_lock import LOCK, LockBusy, held
 from ansible.module_utils.sglang_store_swap import SwapError, leftovers, swap
+
+# datetime.UTC is Python 3.11+: these run on the hosts, whose Python can be older (Ubuntu 22.04: 3.10)
+UTC = timezone.utc  # noqa: UP017
 
 MANIFEST = "backup.json"
 FORMAT = 1
@@ -20,17 +24,6 @@ FORMAT = 1
 
 class StoreError(Exception):
     pass
-
-
-def digest(path):
-    """sha256 of a file, or None when it does not exist."""
-    if not os.path.isfile(path):
-        return None
-    sha = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 16), b""):
-            sha.update(block)
-    return sha.hexdigest()
 
 
 def live_digests(files):
@@ -165,9 +158,11 @@ class Store:
     def entries(self):
         return self.scan()[0]
 
-    def view(self):
+    def view(self, entries=None):
+        """(entries with `current` marked, the live state's entry, the newest proven other than it, the newest
+        proven); entries: scan()'s, when the caller has them already."""
         live = live_digests(self.files)
-        entries = self.entries()
+        entries = self.entries() if entries is None else entries
         current = None
         if any(live.values()):
             current = next((e["name"] for e in entries if e["files"] == live), None)
@@ -176,11 +171,18 @@ class Store:
         return entries, current, newest_proven(entries, other_than=current), newest_proven(entries)
 
     # -- the lock and what a dead run left ---------------------------------------------------------
+    @contextmanager
     def locked(self, doing, owner=None, timeout=10.0):
         """Hold the store's lock (creating the store) for a block that changes it; StoreError names the holder."""
         os.makedirs(self.dir, mode=0o700, exist_ok=True)
         os.chmod(self.dir, 0o700)
-        return _Locked(os.path.join(self.dir, LOCK), self.dir, doing, owner, timeout)
+        try:
+            with held(os.path.join(self.dir, LOCK), doing, owner, timeout) as holder:
+                yield holder
+        except LockBusy as busy:
+            raise StoreError("The backup store %s is in use by another run: %s. Run again when it has finished "
+                             "(its lock goes with its process: a run that died holds nothing)." % (self.dir, busy)) \
+                from None
 
     def clean_stale(self):
         """Under the lock: remove what a run that died left (no other run can be writing it). A staged restore copy
@@ -305,24 +307,9 @@ class Store:
         return name, True, report
 
 
-class _Locked:
-    def __init__(self, path, folder, doing, owner, timeout):
-        self.path, self.folder, self._cm = path, folder, held(path, doing, owner, timeout)
-
-    def __enter__(self):
-        try:
-            return self._cm.__enter__()
-        except LockBusy as busy:
-            raise StoreError("The backup store %s is in use by another run: %s. Run again when it has finished "
-                             "(its lock goes with its process: a run that died holds nothing)." % (self.folder, busy)) \
-                from None
-
-    def __exit__(self, *exc):
-        return self._cm.__exit__(*exc)
-
-
 def store_facts(store):
     """What both modules return about the store: its entries, the live state's entry, the last proven one, and the
     entries skipped for a corrupt manifest."""
-    entries, current, last_proven = store.view()[:3]
-    return {"entries": entries, "current": current, "last_proven": last_proven, "corrupt": store.scan()[1]}
+    entries, corrupt = store.scan()
+    entries, current, last_proven = store.view(entries)[:3]
+    return {"entries": entries, "current": current, "last_proven": last_proven, "corrupt": corrupt}

@@ -12,7 +12,10 @@ import os
 import socket
 import time
 from contextlib import contextmanager
-from datetime import UTC, datetime
+from datetime import datetime, timezone
+
+# datetime.UTC is Python 3.11+: this runs on the hosts, whose Python can be older (Ubuntu 22.04: 3.10)
+UTC = timezone.utc  # noqa: UP017
 
 LOCK = ".lock"
 
