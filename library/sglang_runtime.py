@@ -327,12 +327,11 @@ def free_gib(path):
 # -- the decisions ---------------------------------------------------------------------------------------------
 
 def decide(markers, name, runtimes_dir, legacy, legacy_versions, wanted_versions):
-    """(action, path): use a complete runtime of this set, adopt the legacy venv (never adopted before, and
-    it reports exactly the versions this set asks for), or build."""
+    """(action, path): use a complete runtime of this set, adopt the legacy venv (legacy_versions: read only for
+    one never adopted before; adopted when it reports exactly the versions this set asks for), or build."""
     if name in markers and os.path.isfile(os.path.join(markers[name]["path"], "bin", "python")):
         return "use", markers[name]["path"]
-    if (legacy and wanted_versions is not None and legacy_versions == wanted_versions
-            and marker_for_path(markers, legacy)[0] is None):
+    if legacy_versions is not None and legacy_versions == wanted_versions:
         return "adopt", legacy
     return "build", os.path.join(runtimes_dir, name)
 

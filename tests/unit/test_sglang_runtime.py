@@ -148,6 +148,9 @@ def test_a_legacy_venv_with_the_asked_versions_is_adopted_once_and_never_again(h
     (tmp_path / "wheels" / "sglang-0.5.22-py3-none-any.whl").write_bytes(b"release zero")
     other = run(tmp_path, **dict(base, version="0.5.22", package="sglang-0.5.22-py3-none-any.whl"))
     assert other["action"] == "build" and other["path"].startswith(base["dir"] + "/0.5.22-")
+    # ... even one whose versions the legacy venv matches: adopted once (its entry names it), never again
+    same_versions = run(tmp_path, **dict(base, extras=["router"]))
+    assert same_versions["action"] == "build" and same_versions["path"] != str(tmp_path / "venv")
 
 
 def test_a_legacy_venv_with_other_versions_or_unpinned_kernels_is_not_adopted(host):
