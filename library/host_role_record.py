@@ -37,7 +37,7 @@ options:
   files:
     description:
       - With C(state=record), the files whose content the role decided (a missing one is recorded absent).
-      - A folder is recorded by the names in it.
+      - A folder is recorded by the names in it, and each regular file in it by its content.
     type: list
     elements: path
     default: []
@@ -115,6 +115,18 @@ def file_digest(path):
     if os.path.isdir(path):
         return hashlib.sha256("\n".join(sorted(os.listdir(path))).encode("utf-8")).hexdigest()
     return sha256(path)
+
+
+def with_members(paths):
+    """paths, each folder followed by the regular files in it: a folder's digest sees a file added or removed, a
+    member's sees an edit (an apt source given NVIDIA's URL under another Signed-By keeps its name)."""
+    out = []
+    for path in paths:
+        out.append(path)
+        if os.path.isdir(path):
+            out.extend(os.path.join(path, name) for name in sorted(os.listdir(path))
+                       if os.path.isfile(os.path.join(path, name)))
+    return list(dict.fromkeys(out))
 
 
 def parse_dpkg(text):
@@ -195,7 +207,7 @@ def main():
                              recorded_at=record.get("recorded_at"))
 
         state = {"version": VERSION, "inputs": digest(params["inputs"]), "kernel": kernel,
-                 "files": {path: file_digest(path) for path in params["files"]},
+                 "files": {path: file_digest(path) for path in with_members(params["files"])},
                  "packages": installed(module, params["packages"]),
                  "facts": params["facts"]}
         missing = sorted(set(params["packages"]) - set(state["packages"]))

@@ -103,3 +103,16 @@ def test_a_corrupt_record_runs_the_role_in_full(tmp_path):
         path.write_text(content)
         result = run(tmp_path, path=str(path), inputs={})
         assert result["unchanged"] is False and result["reasons"] and "failed" not in result, content
+
+
+@pytest.mark.skipif(not dpkg_available(), reason="needs dpkg-query")
+def test_an_edited_file_in_a_recorded_folder_is_seen(tmp_path):
+    sources = tmp_path / "sources.list.d"
+    sources.mkdir()
+    (sources / "other.list").write_text("deb http://deb.example/ bookworm main\n")
+    path = str(tmp_path / "record.json")
+    run(tmp_path, path=path, inputs={}, state="record", files=[str(sources)])
+    assert run(tmp_path, path=path, inputs={})["unchanged"] is True
+    # NVIDIA's repository added under another Signed-By, in a file that keeps its name
+    (sources / "other.list").write_text("deb [signed-by=/k.gpg] https://developer.download.nvidia.com/ /\n")
+    assert run(tmp_path, path=path, inputs={})["reasons"] == ["%s was changed" % (sources / "other.list")]
