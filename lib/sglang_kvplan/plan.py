@@ -105,13 +105,20 @@ WIDE_EAGLE_ARCHS = ("LlamaForCausalLM", "Grok1ForCausalLM", "Grok1VForCausalLM")
 
 
 def eagle_params(spec):
-    """(num_steps, eagle_topk, num_draft_tokens) as SGLang resolves them: all three unset -> by architecture,
+    """(num_steps, eagle_topk, num_draft_tokens) as SGLang resolves them: num_steps unset -> all three by architecture,
     (5, 4, 8) for LlamaForCausalLM and Grok-1 (not STANDALONE), else (3, 1, 4) (0.5.9 server_args.py
     auto_choose_speculative_params:5741-5775, 0.5.23 arg_groups/speculative_hook.py:1430-1461, the same in
     every release); topk 1 -> num_draft_tokens = num_steps + 1 (0.5.9 :2443-2450, 0.5.23 :1255-1266)."""
     spec_cfg = spec["speculative"]
     steps, topk, tokens = spec_cfg["num_steps"], spec_cfg["eagle_topk"], spec_cfg["num_draft_tokens"]
-    if steps is None and topk is None and tokens is None:
+    if steps is None and (topk is not None or tokens is not None):
+        # SGLang chooses all three only when num_steps is unset, and asserts the other two are unset too
+        # (0.5.23 arg_groups/speculative_hook.py:1159-1163, 0.5.9 server_args.py:2422-2426): it would not start.
+        raise KVPlanError("sglang_speculative sets %s without num_steps: SGLang then stops at launch (it chooses "
+                          "num_steps, eagle_topk and num_draft_tokens together). Set num_steps too, or none of the "
+                          "three." % " and ".join(k for k, v in (("eagle_topk", topk), ("num_draft_tokens", tokens))
+                                                  if v is not None))
+    if steps is None:
         arch = ((spec["model_config"] or {}).get("architectures") or [""])[0]
         wide = spec_cfg["algorithm"] != "STANDALONE" and arch in WIDE_EAGLE_ARCHS
         steps, topk, tokens = (5, 4, 8) if wide else (3, 1, 4)

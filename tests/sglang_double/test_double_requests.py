@@ -81,9 +81,15 @@ def test_standalone_resolves_its_parameters_but_reserves_nothing(tmp_path):
     assert state["num_reserved_tokens"] == 0  # is_eagle() is False for STANDALONE (spec_info.py:102-109)
 
 
+def test_topk_without_num_steps_stops_the_launch_as_sglang_asserts(tmp_path):
+    with pytest.raises(AssertionError):  # 0.5.23 arg_groups/speculative_hook.py:1159-1163
+        _state(tmp_path, [*CTX, "--speculative-algorithm", "EAGLE3", "--speculative-draft-model-path",
+                          _draft(tmp_path), "--speculative-eagle-topk", "4"])
+
+
 def test_no_draft_reserves_nothing(tmp_path):
     args, state = _state(tmp_path, CTX)
-    assert num_reserved_tokens(args) == state["num_reserved_tokens"] == 0
+    assert num_reserved_tokens(args) == 0 and state["num_reserved_tokens"] == 0
 
 
 # ---- the length checks ------------------------------------------------------------------------------------

@@ -192,3 +192,14 @@ def test_dflash_block_size_as_the_wheel_parses_it(draft_extra, tokens):
     spec = dict(LLAMA8, context_target=50_000, gpu_compute_capability="12.0",
                 speculative=dict(DFLASH, num_draft_tokens=None, draft_model_config=dict(draft, **draft_extra)))
     assert kv.plan(spec)["max_total_tokens"] == 50_000 + tokens
+
+
+@pytest.mark.parametrize("params", [{"eagle_topk": 4}, {"num_draft_tokens": 8}])
+def test_eagle_parameters_without_num_steps_are_refused(params):
+    """SGLang asserts topk and draft tokens are unset when num_steps is (0.5.23 arg_groups/speculative_hook.py:
+    1159-1163): such a server never starts, so the plan refuses it before anything changes."""
+    eagle = dict({"algorithm": "EAGLE3", "draft_model_path": "/srv/models/eagle3"}, **params)
+    spec = {"model": "llama-3.1-8b", "gpu_memory_mib": B200_MIB, "checkpoint_gib": 16.0, "context_target": 40_960,
+            "speculative": eagle, "gpu_compute_capability": "12.0"}
+    with pytest.raises(kv.KVPlanError, match="without num_steps"):
+        kv.plan(spec)

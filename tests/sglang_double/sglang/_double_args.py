@@ -179,8 +179,9 @@ def resolve_speculative(args, config):
     algorithm = (args.speculative_algorithm or "").upper()
     if algorithm not in EAGLE_FAMILY:
         return
-    if args.speculative_num_steps is None and args.speculative_eagle_topk is None \
-            and args.speculative_num_draft_tokens is None:
+    if args.speculative_num_steps is None:
+        # 0.5.23 arg_groups/speculative_hook.py:1159-1163 (0.5.9 server_args.py:2422-2426): a bare assert
+        assert args.speculative_eagle_topk is None and args.speculative_num_draft_tokens is None
         arch = (config.get("architectures") or [""])[0]
         wide = algorithm != "STANDALONE" and arch in ("LlamaForCausalLM", "Grok1ForCausalLM", "Grok1VForCausalLM")
         (args.speculative_num_steps, args.speculative_eagle_topk,
