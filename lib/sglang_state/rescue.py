@@ -16,9 +16,6 @@ import json
 import os
 import re
 
-ACTIONS = ("kept", "none", "left", "restore", "restore-failed", "stop")
-
-
 def _journal_module():
     """module_utils/sglang_journal.py by file: it writes the excerpt the failure's message ends with, so it is the
     one place that knows its shape (module_utils/ is not a package on the controller's path)."""

@@ -53,7 +53,9 @@ def test_nothing_changed_anywhere_or_one_node_restarts_nothing_more():
     assert peer_restart(["a"], "a", False, False, RENDERS) == {"restart": False, "changed": []}
 
 
-def test_a_peer_outside_this_batch_is_not_waited_for():
+def test_only_the_nodes_given_are_waited_for():
+    # The caller passes this batch's nodes (vars/main.yml _sglang_batch_nodes): a changed peer "a" left out of the
+    # list restarts nothing here, and a node missing from the inventory's renders counts as unchanged.
     assert peer_restart(["b"], "b", True, False, RENDERS)["restart"] is False
     assert peer_restart(["b", "z"], "b", True, False, RENDERS)["restart"] is False  # z: not in the inventory
 
