@@ -16,6 +16,7 @@ import json
 import os
 import re
 
+
 def _journal_module():
     """module_utils/sglang_journal.py by file: it writes the excerpt the failure's message ends with, so it is the
     one place that knows its shape (module_utils/ is not a package on the controller's path)."""
