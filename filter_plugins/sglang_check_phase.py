@@ -1,6 +1,6 @@
 """The check phase's filter: every host of a run checked on the controller, with no connection.
 
-  {{ ansible_play_hosts_all | sglang_check_hosts(hostvars, groups['all']) }}   every refusal, one sentence each
+  {{ ansible_play_hosts_all | sglang_check_hosts(hostvars, groups) }}          every refusal, one sentence each
   {{ inventory_hostname | sglang_check_host(hostvars) }}                     one host's own (a role checks itself)
   {{ inventory_hostname | sglang_plan_host(hostvars, knobs, measured) }}    {spec, plan, node, server} or {error}
   {{ ansible_play_hosts_all | sglang_plan_hosts(hostvars) }}               the same for every server host at once
@@ -43,8 +43,12 @@ def _variables(host, hostvars):
     return out, broken
 
 
-def check_hosts(hosts, hostvars, inventory_hosts=None):
-    """Every refusal for the run's hosts (per host, then across them), in one list."""
+def check_hosts(hosts, hostvars, groups=None):
+    """Every refusal for the run's hosts (per host, then across them), in one list.
+
+    groups: the inventory's groups (`groups`): every inventory host, and the order of sglang_servers, the hosts that
+    site.yml's deploy play batches with sglang_serial (not the run's routers)."""
+    groups = groups or {}
     roles = inputs.roles_at(_ROLES)
     hosts = list(hosts)
     plain, refusals = {}, []
@@ -54,8 +58,9 @@ def check_hosts(hosts, hostvars, inventory_hosts=None):
         refusals += broken or inputs.host_refusals(host, variables, variables["group_names"], roles,
                                                    sglang_kvplan.rules_for)
     extra_vars = load_extra_vars(DataLoader())
-    refusals += fleet.serial_refusals(hosts, plain, extra_vars)
-    refusals += fleet.node_refusals(hosts, plain, set(inventory_hosts or hosts))
+    deploy = fleet.play_hosts(hosts, groups.get("sglang_servers") or [])
+    refusals += fleet.serial_refusals(hosts, plain, extra_vars, deploy)
+    refusals += fleet.node_refusals(hosts, plain, set(groups.get("all") or hosts))
     return refusals
 
 

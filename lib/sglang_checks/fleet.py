@@ -48,8 +48,20 @@ def batches(hosts, serial):
     return out
 
 
-def serial_refusals(hosts, hostvars, extra_vars):
-    """sglang_serial set outside -e, a value Ansible cannot use, or batches that split a server."""
+def play_hosts(run_hosts, group_hosts):
+    """The hosts a play over a group batches, as Ansible lists them: the group's hosts in the group's inventory order
+    (groups['<group>'], the order InventoryManager.get_hosts('<group>') returns), those of this run (-l applied).
+    The check phase runs over every host of the run (routers too); site.yml's deploy play, the one with serial,
+    runs over sglang_servers alone."""
+    run = set(run_hosts)
+    return [host for host in group_hosts if host in run]
+
+
+def serial_refusals(hosts, hostvars, extra_vars, batched=None):
+    """sglang_serial set outside -e, a value Ansible cannot use, or batches that split a server.
+
+    hosts: every host of the run; batched: the hosts the play with serial batches, in its order (play_hosts();
+    default: hosts)."""
     in_inventory = sorted(h for h in hosts if "sglang_serial" in hostvars[h]) if "sglang_serial" not in extra_vars \
         else []
     if in_inventory:
@@ -58,16 +70,18 @@ def serial_refusals(hosts, hostvars, extra_vars):
                 "restart at once. Remove it from group_vars/host_vars and pass it on the command line: %s."
                 % (", ".join(in_inventory[:5]) + (", ..." if len(in_inventory) > 5 else ""), SERIAL_HELP)]
     serial = extra_vars.get("sglang_serial")
+    batched = list(hosts if batched is None else batched)
     try:
-        run_batches = batches(list(hosts), serial)
+        run_batches = batches(batched, serial)
     except (TypeError, ValueError):
         return ["sglang_serial is %r: expected %s." % (serial, SERIAL_HELP)]
-    refusals = []
+    refusals, run = [], set(hosts)
     batch_of = {host: number for number, batch in enumerate(run_batches) for host in batch}
-    for host in hosts:
+    for host in batched:
         nodes = hostvars[host].get("sglang_nodes") or []
         if isinstance(nodes, list) and len(nodes) > 1 and host == nodes[0]:
-            split = {batch_of.get(node) for node in nodes}
+            # A node outside the run is node_refusals' sentence; one in the run but not batched is split off.
+            split = {batch_of.get(node) for node in nodes if node in run}
             if len(split) > 1:
                 refusals.append(
                     "sglang_serial %r splits the server of %s (nodes %s) over several batches: every node of a "
