@@ -13,6 +13,7 @@ The checks are plain Python in lib/sglang_checks/ (tested without Ansible); this
 import json
 import os
 import sys
+from collections.abc import Mapping
 
 from ansible.errors import AnsibleError
 from ansible.parsing.dataloader import DataLoader
@@ -28,6 +29,22 @@ from sglang_checks import fleet, inputs, planspec, urls  # noqa: E402
 _ROLES = os.path.realpath(os.path.join(_LIB, os.pardir, "roles"))
 
 
+def _plain(value):
+    """A templated value as plain Python: dicts, lists, str, int, float. hostvars hand out lazy containers that
+    carry the host's whole variable context (every group's host list among it); ansible-core's validator deep-copies
+    its input, so each lazy value would copy that context, a cost that grows with the inventory for every host."""
+    if isinstance(value, Mapping):
+        return {_plain(key): _plain(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(item) for item in value]
+    if isinstance(value, bool) or value is None:
+        return value
+    for kind in (str, int, float):  # a tagged str/int/float (its origin) as the plain type
+        if isinstance(value, kind):
+            return kind(value)
+    return value
+
+
 def _variables(host, hostvars):
     """The host's role-prefixed variables as plain values (each templated once; a broken template is refused)."""
     source = hostvars[host]
@@ -36,10 +53,10 @@ def _variables(host, hostvars):
         if not isinstance(name, str) or not name.startswith(inputs.PREFIXES):
             continue
         try:
-            out[name] = source[name]
+            out[str(name)] = _plain(source[name])
         except AnsibleError as error:
             broken.append("%s: %s does not template: %s" % (host, name, str(error).splitlines()[0]))
-    out["group_names"] = list(source.get("group_names", []))
+    out["group_names"] = _plain(list(source.get("group_names", [])))
     return out, broken
 
 
@@ -74,8 +91,30 @@ def check_host(host, hostvars, group="sglang_servers"):
                                           with_values=False)
 
 
+class _Plain(Mapping):
+    """One host's variables, each templated once on first use and handed out as a plain value (_plain)."""
+
+    def __init__(self, source):
+        self._source, self._seen = source, {}
+
+    def __getitem__(self, name):
+        if name not in self._seen:
+            self._seen[name] = _plain(self._source[name])
+        return self._seen[name]
+
+    def __iter__(self):
+        return iter(self._source)
+
+    def __len__(self):
+        return len(self._source)
+
+    def __contains__(self, name):
+        return name in self._source
+
+
 class _Once:
-    """hostvars read once per host within one call (each hostvars[host] builds that host's whole variable set)."""
+    """hostvars read once per host within one call (each hostvars[host] builds that host's whole variable set),
+    their values plain (_plain)."""
 
     def __init__(self, hostvars):
         self._hostvars, self._seen = hostvars, {}
@@ -85,7 +124,7 @@ class _Once:
 
     def __getitem__(self, host):
         if host not in self._seen:
-            self._seen[host] = self._hostvars[host]
+            self._seen[host] = _Plain(self._hostvars[host])
         return self._seen[host]
 
 
@@ -139,7 +178,7 @@ def plan_hosts(hosts, hostvars):
 def plan_pictures(plans, hostvars):
     """One entry per server (its rank-0 host) with a plan: {host, server, title, key, facts}. `key` is the same
     for servers whose plan and measured boots are the same, so make plan draws each distinct plan once."""
-    out = []
+    hostvars, out = _Once(hostvars), []
     for host, planned in plans.items():
         if "plan" not in planned or planned["node"]["node_rank"] != 0:
             continue

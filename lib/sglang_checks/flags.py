@@ -7,6 +7,7 @@ reaches `--api-key`. A check by exact name lets those through; this module resol
 `ArgumentParser._parse_optional` does (Python 3.11), so that a refusal names the option really reached.
 """
 
+import functools
 import json
 import os
 import re
@@ -38,6 +39,12 @@ def router_table():
 
 
 def _load(path):
+    return dict(_parsed(path))
+
+
+@functools.lru_cache(maxsize=16)
+def _parsed(path):
+    """A table parsed once per process (the check phase reads it for every host of a fleet); _load hands out copies."""
     with open(path, encoding="utf-8") as handle:
         flags = json.load(handle)["flags"]
     return {name: flag["dest"] for flag in flags + [HELP] for name in flag["names"]}
