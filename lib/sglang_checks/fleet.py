@@ -93,7 +93,7 @@ def serial_refusals(hosts, hostvars, extra_vars, batched=None):
 
 def node_refusals(hosts, hostvars, inventory_hosts):
     """Every node a server names is an inventory host, and in this run (a server is deployed whole)."""
-    refusals, seen = [], set()
+    refusals, seen, run = [], set(), set(hosts)
     for host in hosts:
         nodes = hostvars[host].get("sglang_nodes") or []
         if not isinstance(nodes, list) or len(nodes) < 2 or tuple(nodes) in seen:
@@ -105,7 +105,7 @@ def node_refusals(hosts, hostvars, inventory_hosts):
                             "server as an inventory host (in rank order), or correct sglang_nodes."
                             % (host, ", ".join(map(str, missing))))
             continue
-        outside = [n for n in nodes if n not in hosts]
+        outside = [n for n in nodes if n not in run]
         if outside:
             refusals.append("%s is a node of a server across nodes (%s), but %s %s not in this run: a server "
                             "changes on every node together. Run it whole (-l with the server's group)."
