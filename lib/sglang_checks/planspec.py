@@ -79,8 +79,16 @@ def spec(host, knobs, per_node, rank0_address, measured=None):
         nnodes=node["nnodes"], node_rank=node["node_rank"],
         dist_init_host=dist_init_host(knobs, rank0_address),
         limiting_node=server["limiting_node"],
-        mm_feature_transport=mm_feature_transport(knobs))
+        mm_feature_transport=mm_feature_transport(knobs),
+        enable_dp_lm_head=bool(_extra_switch(knobs, ("enable_dp_lm_head",))),
+        lora_option=_extra_switch(knobs, ("enable_lora", "lora_paths")))
     return out, server, node
+
+
+def _extra_switch(knobs, dests):
+    """The sglang_extra_args item that sets one of `dests`, as the release's parser reads it, else None."""
+    table = flags.sglang_table(knobs.get("sglang_version") or "")
+    return extra_args.option_given(table, knobs.get("sglang_extra_args"), dests)
 
 
 def mm_feature_transport(knobs):

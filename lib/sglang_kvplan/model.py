@@ -11,6 +11,7 @@ Mirrors SGLang's model_runner / pool_configurator (docs/kv-pool-formula.md has t
 
 import math
 
+from .refusals import check_launch, check_lora
 from .releases import ELEM_BYTES, MODEL_FREE_ALGORITHMS, OWN_GEOMETRY_ALGORITHMS, RULES, first_release_with
 from .spec import KVPlanError
 
@@ -87,6 +88,7 @@ def _unsupported_layout(cfg):
 def check_geometry(spec):
     """Refuse configs and parallelism the formula cannot size, with the knob to change."""
     check_config_types(spec["model_config"])
+    check_lora(spec)
     cfg = text_config(spec["model_config"])
     unsupported = _unsupported_layout(cfg)
     if unsupported:
@@ -236,6 +238,7 @@ def check_speculative(spec):
                           "(its choices: %s). Use one of those, or a release that has it%s."
                           % (algorithm, name, ", ".join(rules["speculative_algorithms"]),
                              " (%s: %s and newer)" % (algorithm, since) if since else ""))
+    check_launch(spec)  # what the release refuses when it starts (refusals.py), and UNO by name
     needs_draft = algorithm not in MODEL_FREE_ALGORITHMS and algorithm != "NEXTN"
     if needs_draft and not spec_cfg["draft_model_path"]:
         raise KVPlanError("sglang_speculative.draft_model_path: %s needs a draft model; set draft_model_path "
