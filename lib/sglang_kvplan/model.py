@@ -186,7 +186,45 @@ def draft_cell_bytes(spec):
     else:
         draft_config = spec_cfg["draft_model_config"]
         elem = kv_elem_bytes(draft_config, spec["kv_cache_dtype"])
+        if spec_cfg["algorithm"] == "DFLASH" and dflash_draft_on_fa4(spec):
+            elem = max(elem, model_dtype_bytes(draft_config))
     return _own_cell(draft_config, elem, attn_tp_size(spec), draft_layers(spec))
+
+
+def model_dtype_bytes(config):
+    """The served dtype's element size (what an unquantized KV pool of this model holds)."""
+    cfg = text_config(config)
+    dtype = str(cfg.get("torch_dtype") or config.get("torch_dtype") or "bfloat16")
+    return _TORCH_DTYPE_BYTES.get(dtype.replace("torch.", ""), 2)
+
+
+def _draft_is_causal_or_sliding(draft_config):
+    """SGLang keeps trtllm_mha for a DFLASH draft only when every layer is sliding or the draft says
+    `is_causal: true` (0.5.23 arg_groups/speculative_hook.py:945-966, get_dflash_layer_types)."""
+    cfg = text_config(draft_config)
+    nested = draft_config.get("dflash_config") if isinstance(draft_config.get("dflash_config"), dict) else {}
+    types = nested.get("layer_types") or cfg.get("layer_types") or draft_config.get("layer_types")
+    all_sliding = (isinstance(types, list) and len(types) == cfg.get("num_hidden_layers")
+                   and set(types) == {"sliding_attention"})
+    return bool(all_sliding or cfg.get("is_causal") is True)
+
+
+def dflash_draft_on_fa4(spec):
+    """Whether the DFLASH draft's attention runs on fa4, which keeps its KV in the model dtype whatever
+    --kv-cache-dtype says ("DFLASH fa4 draft: overriding KV cache dtype", mem_cache/kv_cache_dtype.py, 0.5.16+;
+    the budget sizes the draft cell with it, mem_cache/draft_kv_budget.py). The draft inherits the target's
+    backend on SM100: fa4 for asymmetric K/V (0.5.17+), else trtllm_mha, which 0.5.23 swaps for fa4 when the
+    drafter is neither all-sliding nor causal (rules.json dflash_draft_backend 'sm100_fa4'). GPU family unknown:
+    as on SM100, so the pin holds on every GPU."""
+    from .pages import gpu_is_sm100, has_asymmetric_kv  # pages.py imports this module
+
+    rule = spec["_rules"].get("dflash_draft_backend")
+    if rule is None or gpu_is_sm100(spec) is False or is_mla(spec["model_config"]):
+        return False
+    if has_asymmetric_kv(spec["model_config"]) and "sm100_mha_asymmetric_kv" in spec["_rules"]["forced_pages"]:
+        return True
+    draft = spec["speculative"]["draft_model_config"] or {}
+    return rule == "sm100_fa4" and not _draft_is_causal_or_sliding(draft)
 
 
 def cell_bytes(spec):
