@@ -99,3 +99,29 @@ def test_lora_in_extra_args_is_refused_through_the_spec_the_check_phase_builds()
     knobs["sglang_extra_args"] = ["--enable-dp-lm-head"]
     spec = planspec.spec("h1", knobs, per_node, "h1")[0]
     assert spec["enable_dp_lm_head"] is True and spec["lora_option"] is None
+
+
+def _two_nodes(caps):
+    knobs = {key: None for key in planspec.KNOBS}
+    knobs.update(sglang_model="qwen3-32b", sglang_context_target=40_900, sglang_tp_size=8, sglang_pp_size=1,
+                 sglang_dp_size=1, sglang_enable_dp_attention=False, sglang_gpu_memory_mib=183_359,
+                 sglang_version="0.5.23", sglang_nodes=["a", "b"], sglang_dist_init_port=20000)
+    per_node = [planspec.node_inputs(n, knobs, {"nvidia_gpu": {"compute_capability": c}} if c else {})
+                for n, c in zip(("a", "b"), caps)]
+    return planspec.spec("b", knobs, per_node, "10.0.0.1")
+
+
+def test_a_multi_node_server_takes_the_gpu_family_of_every_node():
+    # rank 0 on a B200 pins to trtllm_mha's page 64 also when rank 1 (the host planned) has an SM90 fact missing
+    spec, server, _ = _two_nodes(["10.0", None])
+    assert spec["gpu_compute_capability"] is None
+    plan = planspec.plan(spec, server)
+    assert plan["max_total_tokens"] % 64 == 0
+    assert any("GPU family unknown on node(s) b" in a for a in plan["assumptions"])
+    spec, server, _ = _two_nodes(["10.0", "10.0"])
+    assert spec["gpu_compute_capability"] == "10.0"
+    with pytest.raises(kv.KVPlanError, match=r"different families \(a 10\.0, b 9\.0\)"):
+        _two_nodes(["10.0", "9.0"])
+    # the host planned on Hopper no longer decides for its B200 peer (before: page 1, a pin of 40,900)
+    spec, server, _ = _two_nodes([None, "9.0"])
+    assert spec["gpu_compute_capability"] is None and planspec.plan(spec, server)["max_total_tokens"] == 40_960
