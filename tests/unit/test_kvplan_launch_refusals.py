@@ -107,7 +107,7 @@ def _two_nodes(caps):
                  sglang_dp_size=1, sglang_enable_dp_attention=False, sglang_gpu_memory_mib=183_359,
                  sglang_version="0.5.23", sglang_nodes=["a", "b"], sglang_dist_init_port=20000)
     per_node = [planspec.node_inputs(n, knobs, {"nvidia_gpu": {"compute_capability": c}} if c else {})
-                for n, c in zip(("a", "b"), caps)]
+                for n, c in zip(("a", "b"), caps, strict=True)]
     return planspec.spec("b", knobs, per_node, "10.0.0.1")
 
 
@@ -125,3 +125,17 @@ def test_a_multi_node_server_takes_the_gpu_family_of_every_node():
     # the host planned on Hopper no longer decides for its B200 peer (before: page 1, a pin of 40,900)
     spec, server, _ = _two_nodes([None, "9.0"])
     assert spec["gpu_compute_capability"] is None and planspec.plan(spec, server)["max_total_tokens"] == 40_960
+
+
+def test_an_uncalibrated_nextn_plan_counts_the_mtp_heads_weights():
+    # D9: the head is 1 of DeepSeek-V3's 62 layers in its checkpoint; SGLang loads it as the draft, over TP, on the
+    # last stage (0.5.14+ before the pool): no longer 0 GiB
+    spec = dict(model="deepseek-v3", tp_size=8, pp_size=2, gpu_memory_mib=143_771, context_target=100_000,
+                speculative={"algorithm": "NEXTN"})
+    plan = kv.plan(spec)
+    head = 641.3 / 62
+    assert plan["draft_weights_gib"] == round(head / 8, 3)
+    assert plan["post_load_avail_gib"] == round(143_771 / 1024 - 1.5 - (641.3 - head) / 16, 3)
+    assert any("MTP head" in a for a in plan["assumptions"])
+    measured = kv.plan(dict(spec, speculative={"algorithm": "NEXTN", "draft_weights_gib": 2.0}))
+    assert measured["draft_weights_gib"] == 2.0
