@@ -213,13 +213,16 @@ def dflash_draft_on_fa4(spec):
     """Whether the DFLASH draft's attention runs on fa4, which keeps its KV in the model dtype whatever
     --kv-cache-dtype says ("DFLASH fa4 draft: overriding KV cache dtype", mem_cache/kv_cache_dtype.py, 0.5.16+;
     the budget sizes the draft cell with it, mem_cache/draft_kv_budget.py). The draft inherits the target's
-    backend on SM100: fa4 for asymmetric K/V (0.5.17+), else trtllm_mha, which 0.5.23 swaps for fa4 when the
-    drafter is neither all-sliding nor causal (rules.json dflash_draft_backend 'sm100_fa4'). GPU family unknown:
+    backend. On SM100 a DFLASH target gets the GQA default (fa4 for asymmetric K/V, else trtllm_mha) only where
+    the release keeps it for DFLASH (rules.json sm100_default_with_dflash, 0.5.23: before, its topk is unset
+    when the default is picked, so it gets flashinfer, which reads fp8); 0.5.23 swaps a trtllm_mha draft for fa4
+    when the drafter is neither all-sliding nor causal (dflash_draft_backend 'sm100_fa4'). GPU family unknown:
     as on SM100, so the pin holds on every GPU."""
     from .pages import gpu_is_sm100, has_asymmetric_kv  # pages.py imports this module
 
     rule = spec["_rules"].get("dflash_draft_backend")
-    if rule is None or gpu_is_sm100(spec) is False or is_mla(spec["model_config"]):
+    if (rule is None or not spec["_rules"].get("sm100_default_with_dflash") or gpu_is_sm100(spec) is False
+            or is_mla(spec["model_config"])):
         return False
     if has_asymmetric_kv(spec["model_config"]) and "sm100_mha_asymmetric_kv" in spec["_rules"]["forced_pages"]:
         return True

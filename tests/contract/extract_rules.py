@@ -28,6 +28,8 @@ every rule records the file (under the wheel) it was read from. Detectors, one p
   drafter that is neither all-sliding nor `is_causal: true` falls back to fa4 on SM100 and an fa4 draft keeps its
   KV in the model dtype ("DFLASH fa4 draft: overriding KV cache dtype"), 'fa4_model_dtype' where only an fa4
   draft (inherited from an fa4 target) does, None where the draft keeps the target's KV dtype.
+- sm100_default_with_dflash: whether SM100's default GQA backend (trtllm_mha) is kept for DFLASH, whose topk is
+  still unset when the default is picked (0.5.23 model_override_base.py _forces_eagle_topk_one).
 - speculative_algorithms, kv_cache_dtypes: from the release's flag table (extract_flags.py).
 - torch, torch_cuda, min_driver_branch: the wheel's METADATA (`torch==`, `cuda-python` pin; CUDA 12.9 needs
   driver branch 575, CUDA 13.0 branch 580, NVIDIA's CUDA toolkit release notes).
@@ -253,6 +255,16 @@ def dflash_draft_backend(source, algorithms):
     return "fa4_model_dtype", dtype_rel
 
 
+def sm100_default_with_dflash(source):
+    """(True, file) where the SM100 GQA default backend (trtllm_mha) is kept for DFLASH although its topk is still
+    unset when the default is picked (0.5.23 arg_groups/model_override_base.py _forces_eagle_topk_one); else
+    (False, None): DFLASH, like EAGLE with topk unset, gets the non-trtllm default."""
+    for rel in _python_files(source):
+        if "def _forces_eagle_topk_one" in (source.read(rel) or ""):
+            return True, rel
+    return False, None
+
+
 def metadata_pins(source):
     names = source._zip.namelist()
     meta = next(n for n in names if re.match(r"sglang-[^/]+\.dist-info/METADATA$", n))
@@ -283,6 +295,7 @@ def rules(path):
     out["forced_pages"] = forced_pages(source)
     out["launch_refusals"] = launch_refusals(source)
     out["dflash_draft_backend"], out["dflash_draft_backend_source"] = dflash_draft_backend(source, algorithms)
+    out["sm100_default_with_dflash"], out["sm100_default_with_dflash_source"] = sm100_default_with_dflash(source)
     out.update(metadata_pins(source))
     return out
 

@@ -74,3 +74,4 @@ def test_the_launch_refusals_each_release_raises_as_read_from_its_wheel():
     assert on["0.5.21"] == "flag" and on["0.5.22"] == on["0.5.23"] == "attn_dp_size"
     assert TABLE["0.5.15"]["launch_refusals"]["dflash_pp"]["source"] == "sglang/srt/arg_groups/speculative_hook.py:147"
     assert [v for v, r in TABLE.items() if r["dflash_draft_backend"] == "sm100_fa4"] == ["0.5.23"]
+    assert [v for v, r in TABLE.items() if r["sm100_default_with_dflash"]] == ["0.5.23"]
