@@ -340,7 +340,26 @@ def markdown(data):
     return "\n".join(rows) + "\n"
 
 
+def refusals_markdown(data):
+    """docs/sglang-releases.md's launch-refusal table: one row per refusal, each release with its file:line."""
+    order = sorted(data["releases"], key=lambda v: tuple(int(n) for n in re.findall(r"\d+", v)))
+    rows = ["| SGLang refuses at launch | in its words | releases (file:line) |", "|---|---|---|"]
+    for kind, _, refuses in LAUNCH_REFUSALS:
+        found = [(v, data["releases"][v]["launch_refusals"][kind]) for v in order
+                 if kind in data["releases"][v]["launch_refusals"]]
+        if not found:
+            continue
+        for message in dict.fromkeys(entry["message"] for _, entry in found):
+            where = "; ".join("%s %s" % (v, _cite(e["source"])) for v, e in found if e["message"] == message)
+            rows.append("| %s | %s | %s |" % (refuses, message, where))
+    return "\n".join(rows) + "\n"
+
+
 def main(argv):
+    if argv[:1] == ["--refusals-markdown"]:
+        with open(argv[1], encoding="utf-8") as handle:
+            sys.stdout.write(refusals_markdown(json.load(handle)))
+        return
     if argv[:1] == ["--markdown"]:
         with open(argv[1], encoding="utf-8") as handle:
             sys.stdout.write(markdown(json.load(handle)))

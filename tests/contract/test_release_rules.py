@@ -59,6 +59,10 @@ def test_the_docs_table_is_the_rules_table():
     with open(RULES_TABLE, encoding="utf-8") as handle:
         rows = extract_rules.markdown(json.load(handle))
     assert rows in text, "docs/sglang-releases.md: paste the output of extract_rules.py --markdown into its table"
+    with open(RULES_TABLE, encoding="utf-8") as handle:
+        refusals = extract_rules.refusals_markdown(json.load(handle))
+    assert refusals in text, ("docs/sglang-releases.md: paste the output of extract_rules.py --refusals-markdown "
+                              "into its launch-refusal table")
 
 
 def test_the_launch_refusals_each_release_raises_as_read_from_its_wheel():
