@@ -7,7 +7,7 @@ P and A are MIN over all ranks, in GiB ("GB" in SGLang's logs is GiB). They are 
 calibration (the 'avail mem' that 'Load weight begin/end' logs), or estimated before the first boot.
 """
 
-from .model import attn_tp_size, cell_bytes, draft_layers, text_config
+from .model import attn_tp_size, cell_bytes, mtp_head_gib, mtp_head_weights, text_config
 from .pages import pool_page
 from .spec import KVPlanError
 
@@ -60,28 +60,8 @@ def draft_weights(spec):
         return weights, ("draft weights %.2f GiB per GPU: its checkpoint %.2f GiB over attention TP %d "
                          "(an estimate)" % (weights, spec_cfg["draft_checkpoint_gib"], attn_tp_size(spec)))
     if mtp_head_gib(spec):
-        weights = mtp_head_gib(spec) / spec["tp_size"]
-        return weights, ("draft weights %.2f GiB per GPU: the checkpoint's MTP head, %d of its %d layers' share of "
-                         "checkpoint_gib over TP %d (an estimate until a boot measures it)"
-                         % (weights, draft_layers(spec), draft_layers(spec) + layers_of(spec), spec["tp_size"]))
+        return mtp_head_weights(spec)
     return 0.0, "draft weights not known (no draft checkpoint size): counted as 0 until a boot measures them"
-
-
-def mtp_head_gib(spec):
-    """GiB of the checkpoint that is its own MTP head (NEXTN without a draft checkpoint of its own, and no measured
-    draft weight): the head's layers' share of checkpoint_gib. SGLang loads it as the draft (before the pool from
-    0.5.14, managers/scheduler.py init_model_worker), all of it on the last pipeline stage, its weights over TP."""
-    spec_cfg = spec["speculative"]
-    if (not spec_cfg or spec_cfg["algorithm"] != "NEXTN" or spec_cfg["draft_model_config"] is not None
-            or spec_cfg["draft_weights_gib"] is not None or spec_cfg["draft_checkpoint_gib"] is not None
-            or spec["checkpoint_gib"] is None or spec["weights_gib_per_gpu"] is not None):
-        return 0.0
-    layers = draft_layers(spec)
-    return spec["checkpoint_gib"] * layers / (layers + layers_of(spec))
-
-
-def layers_of(spec):
-    return text_config(spec["model_config"])["num_hidden_layers"]
 
 
 def draft_loads_before_profile(spec):

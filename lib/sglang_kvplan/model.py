@@ -309,3 +309,29 @@ def describe_cell(spec):
 
 def native_context(config):
     return text_config(config).get("max_position_embeddings")
+
+
+def mtp_head_gib(spec):
+    """GiB of the checkpoint that is its own MTP head (NEXTN without a draft checkpoint of its own, and no measured
+    draft weight): the head's layers' share of checkpoint_gib. SGLang loads it as the draft (before the pool from
+    0.5.14, managers/scheduler.py init_model_worker), all of it on the last pipeline stage, its weights over TP."""
+    spec_cfg = spec["speculative"]
+    if (not spec_cfg or spec_cfg["algorithm"] != "NEXTN" or spec_cfg["draft_model_config"] is not None
+            or spec_cfg["draft_weights_gib"] is not None or spec_cfg["draft_checkpoint_gib"] is not None
+            or spec["checkpoint_gib"] is None or spec["weights_gib_per_gpu"] is not None):
+        return 0.0
+    layers = draft_layers(spec)
+    return spec["checkpoint_gib"] * layers / (layers + layers_of(spec))
+
+
+def mtp_head_weights(spec):
+    """(GiB per GPU, note) of the MTP head as the draft's weights (mtp_head_gib over TP)."""
+    weights = mtp_head_gib(spec) / spec["tp_size"]
+    return weights, ("draft weights %.2f GiB per GPU: the checkpoint's MTP head, %d of its %d layers' share of "
+                     "checkpoint_gib over TP %d (an estimate until a boot measures it)"
+                     % (weights, draft_layers(spec), draft_layers(spec) + layers_of(spec), spec["tp_size"]))
+
+
+def layers_of(spec):
+    return text_config(spec["model_config"])["num_hidden_layers"]
+
