@@ -59,6 +59,23 @@ def option_value(table, items, dest):
     return value
 
 
+def option_given(table, items, dests):
+    """The first item of the extra arguments `items` that reaches one of `dests` (abbreviations resolved as the
+    release's argparse resolves them), else None: how the planner learns a switch of the operator's that it must
+    refuse or plan for (--enable-lora, --enable-dp-lm-head)."""
+    if not isinstance(items, (list, tuple)):
+        return None
+    for item in items:
+        if not isinstance(item, str):
+            continue
+        kind, found = flags.resolve(item, table)
+        if kind == "end":
+            break
+        if kind == "option" and found in dests:
+            return item.split("=", 1)[0]
+    return None
+
+
 # The dests whose value is a secret: an item `--api-key=X` is shown without X.
 SECRET_DESTS = {"api_key", "admin_api_key", "ssl_keyfile_password", "control_plane_api_keys"}
 

@@ -59,6 +59,7 @@ def spec(host, knobs, per_node, rank0_address, measured=None):
     node = sglang_kvplan.node_placement(knobs.get("sglang_nodes") or [], host, knobs.get("sglang_tp_size"),
                                         knobs.get("sglang_pp_size"))
     server = sglang_kvplan.server_inputs(per_node)
+    server = dict(server, notes=list(server["notes"]) + server_notes(per_node))
     calibration = server["calibration"]
     out = {key: knobs.get("sglang_" + key) for key in KNOB_KEYS}
     checkpoint = knobs.get("sglang_checkpoint_gib")
@@ -71,16 +72,53 @@ def spec(host, knobs, per_node, rank0_address, measured=None):
                          draft_weights_gib=calibration.get("draft_weights_gib")) if speculative else None,
         pool_rules=knobs.get("sglang_pool_rules") or None,
         gpu_memory_mib=server["gpu_memory_mib"],
-        # this host's GPU family (a server's nodes are expected to be alike)
-        gpu_compute_capability=next((n["gpu_compute_capability"] for n in per_node if n["node"] == host
-                                     and n.get("gpu_compute_capability")), None),
+        gpu_compute_capability=server_compute_capability(per_node),
         pre_load_avail_gib=calibration.get("pre_load_avail_gib"),
         post_load_avail_gib=calibration.get("post_load_avail_gib"),
         nnodes=node["nnodes"], node_rank=node["node_rank"],
         dist_init_host=dist_init_host(knobs, rank0_address),
         limiting_node=server["limiting_node"],
-        mm_feature_transport=mm_feature_transport(knobs))
+        mm_feature_transport=mm_feature_transport(knobs),
+        enable_dp_lm_head=bool(_extra_switch(knobs, ("enable_dp_lm_head",))),
+        lora_option=_extra_switch(knobs, ("enable_lora", "lora_paths")))
     return out, server, node
+
+
+def _extra_switch(knobs, dests):
+    """The sglang_extra_args item that sets one of `dests`, as the release's parser reads it, else None."""
+    table = flags.sglang_table(knobs.get("sglang_version") or "")
+    return extra_args.option_given(table, knobs.get("sglang_extra_args"), dests)
+
+
+def _family(capability):
+    return str(capability).strip().lower().replace("sm_", "").replace("sm", "").split(".")[0][:2]
+
+
+def server_compute_capability(per_node):
+    """The GPU family the server's page and pin are planned for, from every node's (SGLang resolves the attention
+    backend, so the page, on each node: lib/sglang_kvplan/pages.py). One family: that node's capability. A node
+    without facts: None, so the pin is made to hold on every GPU (the plan says which node, server_notes).
+    Nodes of different families would get different pages and pools from one set of flags: refused."""
+    known = {n["node"]: n["gpu_compute_capability"] for n in per_node if n.get("gpu_compute_capability")}
+    families = {_family(c) for c in known.values()}
+    if len(families) > 1:
+        raise sglang_kvplan.KVPlanError(
+            "sglang_nodes: the server's nodes have GPUs of different families (%s): SGLang picks the attention "
+            "backend, and so the page size and the pool, on each node, so one plan cannot hold on all of them. Make "
+            "a server of nodes with the same GPUs, or set sglang_gpu_compute_capability on each node if the facts "
+            "are wrong." % ", ".join("%s %s" % (n, c) for n, c in known.items()))
+    if len(known) < len(per_node):
+        return None
+    return next(iter(known.values()), None)
+
+
+def server_notes(per_node):
+    """What the plan should say about nodes whose GPU family is not known."""
+    missing = [n["node"] for n in per_node if not n.get("gpu_compute_capability")]
+    if not missing or len(missing) == len(per_node):
+        return []
+    return ["GPU family unknown on node(s) %s (no GPU facts and no sglang_gpu_compute_capability): the pin is made "
+            "to hold on every GPU family" % ", ".join(missing)]
 
 
 def mm_feature_transport(knobs):

@@ -7,7 +7,7 @@ P and A are MIN over all ranks, in GiB ("GB" in SGLang's logs is GiB). They are 
 calibration (the 'avail mem' that 'Load weight begin/end' logs), or estimated before the first boot.
 """
 
-from .model import attn_tp_size, cell_bytes, text_config
+from .model import attn_tp_size, cell_bytes, mtp_head_gib, mtp_head_weights, text_config
 from .pages import pool_page
 from .spec import KVPlanError
 
@@ -29,9 +29,11 @@ def memory(spec):
         weights = spec["weights_gib_per_gpu"]
         weights_note = "weights_gib_per_gpu %.2f GiB as given" % weights
     elif spec["checkpoint_gib"] is not None:
-        weights = spec["checkpoint_gib"] / gpus_per_replica
-        weights_note = ("weights %.2f GiB per GPU: checkpoint %.1f GiB split evenly over tp x pp = %d GPUs"
-                        % (weights, spec["checkpoint_gib"], gpus_per_replica))
+        weights = (spec["checkpoint_gib"] - mtp_head_gib(spec)) / gpus_per_replica  # the MTP head: draft_weights
+        weights_note = ("weights %.2f GiB per GPU: checkpoint %.1f GiB%s split evenly over tp x pp = %d GPUs"
+                        % (weights, spec["checkpoint_gib"], (" less its MTP head (%.2f GiB, the draft)"
+                                                             % mtp_head_gib(spec)) if mtp_head_gib(spec) else "",
+                           gpus_per_replica))
     else:
         raise KVPlanError("spec: an uncalibrated plan needs weights_gib_per_gpu or checkpoint_gib "
                           "(the checkpoint's safetensors size); neither is set.")
@@ -57,6 +59,8 @@ def draft_weights(spec):
         weights = spec_cfg["draft_checkpoint_gib"] / attn_tp_size(spec)
         return weights, ("draft weights %.2f GiB per GPU: its checkpoint %.2f GiB over attention TP %d "
                          "(an estimate)" % (weights, spec_cfg["draft_checkpoint_gib"], attn_tp_size(spec)))
+    if mtp_head_gib(spec):
+        return mtp_head_weights(spec)
     return 0.0, "draft weights not known (no draft checkpoint size): counted as 0 until a boot measures them"
 
 

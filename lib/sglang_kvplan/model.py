@@ -11,6 +11,7 @@ Mirrors SGLang's model_runner / pool_configurator (docs/kv-pool-formula.md has t
 
 import math
 
+from .refusals import check_launch, check_lora
 from .releases import ELEM_BYTES, MODEL_FREE_ALGORITHMS, OWN_GEOMETRY_ALGORITHMS, RULES, first_release_with
 from .spec import KVPlanError
 
@@ -87,6 +88,7 @@ def _unsupported_layout(cfg):
 def check_geometry(spec):
     """Refuse configs and parallelism the formula cannot size, with the knob to change."""
     check_config_types(spec["model_config"])
+    check_lora(spec)
     cfg = text_config(spec["model_config"])
     unsupported = _unsupported_layout(cfg)
     if unsupported:
@@ -184,7 +186,48 @@ def draft_cell_bytes(spec):
     else:
         draft_config = spec_cfg["draft_model_config"]
         elem = kv_elem_bytes(draft_config, spec["kv_cache_dtype"])
+        if spec_cfg["algorithm"] == "DFLASH" and dflash_draft_on_fa4(spec):
+            elem = max(elem, model_dtype_bytes(draft_config))
     return _own_cell(draft_config, elem, attn_tp_size(spec), draft_layers(spec))
+
+
+def model_dtype_bytes(config):
+    """The served dtype's element size (what an unquantized KV pool of this model holds)."""
+    cfg = text_config(config)
+    dtype = str(cfg.get("torch_dtype") or config.get("torch_dtype") or "bfloat16")
+    return _TORCH_DTYPE_BYTES.get(dtype.replace("torch.", ""), 2)
+
+
+def _draft_is_causal_or_sliding(draft_config):
+    """SGLang keeps trtllm_mha for a DFLASH draft only when every layer is sliding or the draft says
+    `is_causal: true` (0.5.23 arg_groups/speculative_hook.py:945-966, get_dflash_layer_types)."""
+    cfg = text_config(draft_config)
+    nested = draft_config.get("dflash_config") if isinstance(draft_config.get("dflash_config"), dict) else {}
+    types = nested.get("layer_types") or cfg.get("layer_types") or draft_config.get("layer_types")
+    all_sliding = (isinstance(types, list) and len(types) == cfg.get("num_hidden_layers")
+                   and set(types) == {"sliding_attention"})
+    return bool(all_sliding or cfg.get("is_causal") is True)
+
+
+def dflash_draft_on_fa4(spec):
+    """Whether the DFLASH draft's attention runs on fa4, which keeps its KV in the model dtype whatever
+    --kv-cache-dtype says ("DFLASH fa4 draft: overriding KV cache dtype", mem_cache/kv_cache_dtype.py, 0.5.16+;
+    the budget sizes the draft cell with it, mem_cache/draft_kv_budget.py). The draft inherits the target's
+    backend. On SM100 a DFLASH target gets the GQA default (fa4 for asymmetric K/V, else trtllm_mha) only where
+    the release keeps it for DFLASH (rules.json sm100_default_with_dflash, 0.5.23: before, its topk is unset
+    when the default is picked, so it gets flashinfer, which reads fp8); 0.5.23 swaps a trtllm_mha draft for fa4
+    when the drafter is neither all-sliding nor causal (dflash_draft_backend 'sm100_fa4'). GPU family unknown:
+    as on SM100, so the pin holds on every GPU."""
+    from .pages import gpu_is_sm100, has_asymmetric_kv  # pages.py imports this module
+
+    rule = spec["_rules"].get("dflash_draft_backend")
+    if (rule is None or not spec["_rules"].get("sm100_default_with_dflash") or gpu_is_sm100(spec) is False
+            or is_mla(spec["model_config"])):
+        return False
+    if has_asymmetric_kv(spec["model_config"]) and "sm100_mha_asymmetric_kv" in spec["_rules"]["forced_pages"]:
+        return True
+    draft = spec["speculative"]["draft_model_config"] or {}
+    return rule == "sm100_fa4" and not _draft_is_causal_or_sliding(draft)
 
 
 def cell_bytes(spec):
@@ -236,6 +279,7 @@ def check_speculative(spec):
                           "(its choices: %s). Use one of those, or a release that has it%s."
                           % (algorithm, name, ", ".join(rules["speculative_algorithms"]),
                              " (%s: %s and newer)" % (algorithm, since) if since else ""))
+    check_launch(spec)  # what the release refuses when it starts (refusals.py), and UNO by name
     needs_draft = algorithm not in MODEL_FREE_ALGORITHMS and algorithm != "NEXTN"
     if needs_draft and not spec_cfg["draft_model_path"]:
         raise KVPlanError("sglang_speculative.draft_model_path: %s needs a draft model; set draft_model_path "
@@ -265,3 +309,29 @@ def describe_cell(spec):
 
 def native_context(config):
     return text_config(config).get("max_position_embeddings")
+
+
+def mtp_head_gib(spec):
+    """GiB of the checkpoint that is its own MTP head (NEXTN without a draft checkpoint of its own, and no measured
+    draft weight): the head's layers' share of checkpoint_gib. SGLang loads it as the draft (before the pool from
+    0.5.14, managers/scheduler.py init_model_worker), all of it on the last pipeline stage, its weights over TP."""
+    spec_cfg = spec["speculative"]
+    if (not spec_cfg or spec_cfg["algorithm"] != "NEXTN" or spec_cfg["draft_model_config"] is not None
+            or spec_cfg["draft_weights_gib"] is not None or spec_cfg["draft_checkpoint_gib"] is not None
+            or spec["checkpoint_gib"] is None or spec["weights_gib_per_gpu"] is not None):
+        return 0.0
+    layers = draft_layers(spec)
+    return spec["checkpoint_gib"] * layers / (layers + layers_of(spec))
+
+
+def mtp_head_weights(spec):
+    """(GiB per GPU, note) of the MTP head as the draft's weights (mtp_head_gib over TP)."""
+    weights = mtp_head_gib(spec) / spec["tp_size"]
+    return weights, ("draft weights %.2f GiB per GPU: the checkpoint's MTP head, %d of its %d layers' share of "
+                     "checkpoint_gib over TP %d (an estimate until a boot measures it)"
+                     % (weights, draft_layers(spec), draft_layers(spec) + layers_of(spec), spec["tp_size"]))
+
+
+def layers_of(spec):
+    return text_config(spec["model_config"])["num_hidden_layers"]
+

@@ -27,7 +27,7 @@ from .model import (
     target_cell_bytes,
 )
 from .pages import page_note, pin_granule, pool_page
-from .server import dist_init_addr
+from .server import dist_init_addr, parallel_args
 from .spec import KVPlanError, load_presets, normalize_spec
 
 FRACTION_LIMIT = 0.98  # never plan 0.99+: SGLang would keep nothing for itself if the profile fell short
@@ -296,7 +296,7 @@ def plan(raw_spec):
 
     running = spec["max_running_requests"] or _default_running_requests(spec, pool, target)
     _check_request_table(spec, running, target, budget.headroom(pool))
-    args = ["--context-length", str(target)]
+    args = parallel_args(spec) + ["--context-length", str(target)]
     if cap is not None:
         args += ["--max-total-tokens", str(cap)]
     args += ["--mem-fraction-static", "%.3f" % fraction, "--max-running-requests", str(running)]

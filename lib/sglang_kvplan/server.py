@@ -12,7 +12,10 @@ The node flags are SGLang's (srt/server_args.py 0.5.9, srt/arg_groups/fields/par
 --dist-timeout (seconds, torch.distributed's init timeout); --tp-size stays the whole server's.
 """
 
+import functools
+import json
 import math
+import os
 
 from .spec import KVPlanError
 
@@ -195,3 +198,28 @@ def server_inputs(per_node):
 
 def _fmt_mib(value):
     return ("%d" % value) if float(value).is_integer() else ("%s" % value)
+
+
+_RELEASES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "releases")
+
+
+@functools.cache
+def release_has_flag(release, flag):
+    """Whether SGLang `release`'s parser has `flag` (its table, releases/flags-<release>.json, read from the wheel)."""
+    path = os.path.join(_RELEASES, "flags-%s.json" % release)
+    if not os.path.exists(path):
+        return False
+    with open(path, encoding="utf-8") as handle:
+        return any(flag in entry["names"] for entry in json.load(handle)["flags"])
+
+
+def parallel_args(spec):
+    """The data-parallel flags as the release spells them. 0.5.22 made --enable-dp-attention a deprecated
+    switch that turns `--dp-size N` into `--attn-dp-size N` and --dp-size 1 (0.5.23 arg_groups/parallel_hook.py
+    _handle_deprecated_dp_attention:39-61): where the release has --attn-dp-size, attention DP is rendered as it
+    (nothing at width 1, which is no attention DP); elsewhere as --dp-size N --enable-dp-attention. Replicas
+    (DP without DP attention) are --dp-size N in every release. --tp-size and --pp-size are the role's."""
+    dp, attention = spec["dp_size"], spec["enable_dp_attention"]
+    if attention and release_has_flag(spec["_release"], "--attn-dp-size"):
+        return ["--attn-dp-size", str(dp)] if dp > 1 else []
+    return (["--dp-size", str(dp)] if dp > 1 else []) + (["--enable-dp-attention"] if attention else [])

@@ -65,6 +65,12 @@ _KEYS = {
     # --mm-feature-transport as the server gets it (sglang_extra_args): cuda_ipc/cuda_vmm reserve 1 GiB more of a
     # multimodal checkpoint's KV budget (0.5.18+ mem_cache/kv_cache_configurator.py mm_runtime_reservation_gb).
     "mm_feature_transport": ("transport", None),
+    # --enable-dp-lm-head as sglang_extra_args give it: 0.5.23 runs DFLASH with DP attention only with it
+    # (refusals.py).
+    "enable_dp_lm_head": ("bool", False),
+    # The sglang_extra_args item that turns LoRA serving on (--enable-lora, --lora-paths), refused: its buffers
+    # are allocated before the pool and not modelled.
+    "lora_option": ("str_or_none", None),
 }
 
 # Keys normalize_spec adds (the release's rules, resolved once per plan); a normalised spec may be normalised again.
@@ -76,6 +82,8 @@ _DERIVED = {
     "node_rank": "this host's index in sglang_nodes",
     "limiting_node": "the node of sglang_nodes with the least free GPU memory",
     "mm_feature_transport": "--mm-feature-transport in sglang_extra_args",
+    "enable_dp_lm_head": "--enable-dp-lm-head in sglang_extra_args",
+    "lora_option": "--enable-lora or --lora-paths in sglang_extra_args",
 }
 
 
@@ -102,6 +110,10 @@ def _check_value(key, kind, value):
             return value
         raise KVPlanError("%s: expected a preset name, got %r. Known presets: %s."
                           % (_where(key), value, ", ".join(sorted(load_presets()))))
+    if kind == "str_or_none":
+        if isinstance(value, str):
+            return value
+        raise KVPlanError("%s: expected the option as given, got %r." % (_where(key), value))
     if kind == "dict":
         if isinstance(value, dict):
             return value

@@ -147,8 +147,8 @@ rm -rf "$BUILD/double-0.5.22" && mkdir -p "$BUILD/double-0.5.22" && cp -r "$REPO
 find "$BUILD/double-0.5.22" -name __pycache__ -prune -exec rm -rf {} +
 sed -i 's/^__version__ = .*/__version__ = "0.5.22+double"/' "$BUILD/double-0.5.22/sglang/__init__.py"
 # ... and /server_info says so: the double reports the release it impersonates (its simulated GPU's "version",
-# DEFAULTS "0.5.23" unless a fixture sets one), so this copy's default is its own version (it still behaves as
-# 0.5.23: sim.release() takes anything but 0.5.9 for 0.5.23).
+# DEFAULTS "0.5.23" unless a fixture sets one), so this copy's default is its own version, and it behaves as
+# 0.5.22 (its flag table and rules.json entry: sim.exact_release()).
 sed -i 's/^    "version": "0.5.23",$/    "version": "0.5.22+double",/' "$BUILD/double-0.5.22/sglang/_double_gpu.py"
 grep -q '"version": "0.5.22+double"' "$BUILD/double-0.5.22/sglang/_double_gpu.py"
 "$REPO/.venv/bin/python" - "$CACHE/wheels" "$BUILD/double-0.5.22/sglang" "$REPO/tests/sglang_double" <<'PY'
@@ -156,7 +156,7 @@ import os, sys
 sys.path.insert(0, sys.argv[3])
 import build_wheel
 tables = {"sglang/_double_flags/" + n: os.path.join(build_wheel.RELEASES, n)
-          for n in os.listdir(build_wheel.RELEASES) if n.startswith("flags-") and n.endswith(".json")}
+          for n in os.listdir(build_wheel.RELEASES) if n == "rules.json" or (n.startswith("flags-") and n.endswith(".json"))}
 print(build_wheel.build(sys.argv[1], sys.argv[2], "sglang", "0.5.22+double",
                         "TEST DOUBLE of SGLang for molecule and the demo; not SGLang", tables))
 PY

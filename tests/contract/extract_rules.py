@@ -19,6 +19,17 @@ every rule records the file (under the wheel) it was read from. Detectors, one p
 - forced_pages: the page size SGLang forces for the attention backend it picks on SM100 (compute capability
   major 10): trtllm_mha for GQA/MHA, fa4 for asymmetric K/V where the release picks it, trtllm_mla for
   DeepSeek-style MLA; read from the backend's own "changing page_size ... to N" sentence.
+- launch_refusals: the speculative x parallel combinations the release refuses at argument resolution, each
+  with its own sentence and file:line, found by the sentence inside a `raise` in server_args.py or arg_groups/
+  (LAUNCH_REFUSALS); a kind the release does not raise is absent. The planner refuses the same plans in the check
+  phase (lib/sglang_kvplan/refusals.py) and the double refuses the same launches.
+- dflash_draft_backend: how a DFLASH draft's attention backend and KV dtype resolve on SM100 (0.5.18+
+  speculative_hook.py _resolve_dflash_draft_attention_backend, mem_cache/kv_cache_dtype.py): 'sm100_fa4' where a
+  drafter that is neither all-sliding nor `is_causal: true` falls back to fa4 on SM100 and an fa4 draft keeps its
+  KV in the model dtype ("DFLASH fa4 draft: overriding KV cache dtype"), 'fa4_model_dtype' where only an fa4
+  draft (inherited from an fa4 target) does, None where the draft keeps the target's KV dtype.
+- sm100_default_with_dflash: whether SM100's default GQA backend (trtllm_mha) is kept for DFLASH, whose topk is
+  still unset when the default is picked (0.5.23 model_override_base.py _forces_eagle_topk_one).
 - speculative_algorithms, kv_cache_dtypes: from the release's flag table (extract_flags.py).
 - torch, torch_cuda, min_driver_branch: the wheel's METADATA (`torch==`, `cuda-python` pin; CUDA 12.9 needs
   driver branch 575, CUDA 13.0 branch 580, NVIDIA's CUDA toolkit release notes).
@@ -155,6 +166,105 @@ def forced_pages(source):
     return pages
 
 
+# (kind, the sentence's pattern, what the release refuses). The sentence is matched in the string constants of
+# `raise` statements (adjacent literals joined, as Python joins them), so a warning with the same words is not one.
+LAUNCH_REFUSALS = (
+    ("dflash_pp", r"^Currently DFLASH speculative decoding only supports pp_size == 1\.$",
+     "DFLASH with --pp-size > 1"),
+    ("dflash_dp_attention", r"^Currently DFLASH speculative decoding does not support dp attention",
+     "DFLASH with DP attention"),
+    ("dflash_dp_attention_needs_dp_lm_head", r"^DFLASH with dp attention requires --enable-dp-lm-head\.$",
+     "DFLASH with DP attention without --enable-dp-lm-head"),
+    ("dspark_pp", r"^Currently DSpark speculative decoding only supports pp_size == 1\.$|^DSpark pipeline "
+     r"parallelism requires PD prefill", "DSPARK with --pp-size > 1"),
+    ("dspark_dp_attention_needs_dp_lm_head", r"^DSpark with dp attention requires --enable-dp-lm-head\.$",
+     "DSPARK with DP attention without --enable-dp-lm-head"),
+    ("standalone_dp_attention", r"^Currently standalone speculative decoding does not support dp attention\.$",
+     "STANDALONE with DP attention"),
+    ("ngram_dp_attention", r"^Currently ngram speculative decoding does not support dp attention\.$",
+     "NGRAM with DP attention"),
+    ("uno_draft_path", r"^UNO reuses the target model and does not accept --speculative-draft-model-path\.$",
+     "UNO with a draft model path"),
+    ("uno_lora_path", r"^UNO requires --uno-lora-path\.$", "UNO without --uno-lora-path"),
+    ("uno_tp_pp", r"^UNO requires TP=PP=1\.$", "UNO with --tp-size or --pp-size above 1"),
+)
+
+
+def _raised_sentences(source):
+    """(sentence, file, line) of every string constant inside a `raise` of the argument-resolution files."""
+    found = []
+    for rel in _python_files(source):
+        tree = ast.parse(source.read(rel))
+        parents = {child: node for node in ast.walk(tree) for child in ast.iter_child_nodes(node)}
+        for node in ast.walk(tree):
+            if not isinstance(node, ast.Raise) or node.exc is None:
+                continue
+            tests = []  # the conditions of the `if`s around the raise, innermost first
+            up = parents.get(node)
+            while up is not None and not isinstance(up, ast.FunctionDef):
+                if isinstance(up, ast.If):
+                    tests.append(ast.unparse(up.test))
+                up = parents.get(up)
+            for sub in ast.walk(node.exc):
+                if isinstance(sub, ast.Constant) and isinstance(sub.value, str):
+                    found.append((sub.value, rel, sub.lineno, tests))
+                elif isinstance(sub, ast.JoinedStr):  # an f-string: its literal parts, joined
+                    text = "".join(v.value for v in sub.values if isinstance(v, ast.Constant))
+                    found.append((text, rel, sub.lineno, tests))
+    return found
+
+
+def _dp_attention_test(tests):
+    """How the release tells that DP attention is on where it refuses it: 'flag' (--enable-dp-attention given, any
+    --dp-size) or 'attn_dp_size' (attention DP wider than 1: 0.5.22+ turn the flag into --attn-dp-size = --dp-size)."""
+    for test in tests:
+        if "enable_dp_attention" in test:
+            return "flag"
+        if "attn_dp" in test:
+            return "attn_dp_size"
+    raise RuleError("a DP-attention refusal under conditions the detector does not know: %r" % (tests,))
+
+
+def launch_refusals(source):
+    """{kind: {message, refuses, source 'file:line'}} of LAUNCH_REFUSALS the release raises."""
+    sentences = _raised_sentences(source)
+    out = {}
+    for kind, pattern, refuses in LAUNCH_REFUSALS:
+        hit = next((found for found in sentences if re.search(pattern, found[0])), None)
+        if hit:
+            out[kind] = {"message": hit[0], "refuses": refuses, "source": "%s:%d" % (hit[1], hit[2])}
+            if "dp_attention" in kind:
+                out[kind]["dp_attention_on"] = _dp_attention_test(hit[3])
+    return out
+
+
+def dflash_draft_backend(source, algorithms):
+    """(rule, source) of the DFLASH draft's backend and KV dtype on SM100 (module docstring)."""
+    if "DFLASH" not in algorithms:
+        return None, None
+    dtype_rel = SRT + "mem_cache/kv_cache_dtype.py"
+    if "DFLASH fa4 draft: overriding KV cache dtype" not in (source.read(dtype_rel) or ""):
+        return None, None
+    hook_rel = SRT + "arg_groups/speculative_hook.py"
+    hook = source.read(hook_rel) or ""
+    fallback = re.search(r"is_sm100[^\n]*:\s*\n\s*fallback_backend = \"fa4\"[\s\S]{0,200}?DFLASH only enables "
+                         r"'trtllm_mha'", hook)
+    if fallback:
+        line = hook[:fallback.start()].count("\n") + 1
+        return "sm100_fa4", "%s:%d + %s" % (hook_rel, line, dtype_rel)
+    return "fa4_model_dtype", dtype_rel
+
+
+def sm100_default_with_dflash(source):
+    """(True, file) where the SM100 GQA default backend (trtllm_mha) is kept for DFLASH although its topk is still
+    unset when the default is picked (0.5.23 arg_groups/model_override_base.py _forces_eagle_topk_one); else
+    (False, None): DFLASH, like EAGLE with topk unset, gets the non-trtllm default."""
+    for rel in _python_files(source):
+        if "def _forces_eagle_topk_one" in (source.read(rel) or ""):
+            return True, rel
+    return False, None
+
+
 def metadata_pins(source):
     names = source._zip.namelist()
     meta = next(n for n in names if re.match(r"sglang-[^/]+\.dist-info/METADATA$", n))
@@ -183,6 +293,9 @@ def rules(path):
     out["dflash_cell"], out["dflash_cell_source"] = dflash_cell(source, algorithms)
     out.update(multimodal(source))
     out["forced_pages"] = forced_pages(source)
+    out["launch_refusals"] = launch_refusals(source)
+    out["dflash_draft_backend"], out["dflash_draft_backend_source"] = dflash_draft_backend(source, algorithms)
+    out["sm100_default_with_dflash"], out["sm100_default_with_dflash_source"] = sm100_default_with_dflash(source)
     out.update(metadata_pins(source))
     return out
 
@@ -227,7 +340,26 @@ def markdown(data):
     return "\n".join(rows) + "\n"
 
 
+def refusals_markdown(data):
+    """docs/sglang-releases.md's launch-refusal table: one row per refusal, each release with its file:line."""
+    order = sorted(data["releases"], key=lambda v: tuple(int(n) for n in re.findall(r"\d+", v)))
+    rows = ["| SGLang refuses at launch | in its words | releases (file:line) |", "|---|---|---|"]
+    for kind, _, refuses in LAUNCH_REFUSALS:
+        found = [(v, data["releases"][v]["launch_refusals"][kind]) for v in order
+                 if kind in data["releases"][v]["launch_refusals"]]
+        if not found:
+            continue
+        for message in dict.fromkeys(entry["message"] for _, entry in found):
+            where = "; ".join("%s %s" % (v, _cite(e["source"])) for v, e in found if e["message"] == message)
+            rows.append("| %s | %s | %s |" % (refuses, message, where))
+    return "\n".join(rows) + "\n"
+
+
 def main(argv):
+    if argv[:1] == ["--refusals-markdown"]:
+        with open(argv[1], encoding="utf-8") as handle:
+            sys.stdout.write(refusals_markdown(json.load(handle)))
+        return
     if argv[:1] == ["--markdown"]:
         with open(argv[1], encoding="utf-8") as handle:
             sys.stdout.write(markdown(json.load(handle)))

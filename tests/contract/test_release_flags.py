@@ -1,11 +1,12 @@
-"""Contract: every flag and choice the repository can render exists in the pinned SGLang release.
+"""Contract: every flag and choice the repository can render exists in the SGLang release it renders it for.
 
 1. The committed tables (lib/sglang_kvplan/releases/flags-*.json) equal a fresh extraction from the real
    wheel, fetched once from PyPI (`pip download --no-deps`) into .cache/sglang-wheels/.
-2. The pinned release (`sglang_version` in roles/sglang/defaults/main.yml) accepts (a) every `--flag` in
-   roles/sglang/templates/*.j2, (b) the planner's rendered args over every preset x KV dtype the planner
-   accepts (and speculative / version keys when the planner has them) and the plan of every inventory
-   host, (c) every `sglang_extra_args` in inventory/ and molecule/shared/.
+2. Every release of the table accepts (a) every `--flag` in roles/sglang/templates/*.j2 and (b) the planner's
+   rendered args, planned for that release, over every preset x KV dtype, speculative, data-parallel and node
+   case, none of them deprecated there; the pinned release (`sglang_version` in roles/sglang/defaults/main.yml)
+   accepts the plan of every inventory host and (c) every `sglang_extra_args` in inventory/ and
+   molecule/shared/.
 """
 
 import glob
@@ -109,10 +110,13 @@ def template_flags():
     return found
 
 
-def test_every_flag_in_the_templates_is_known_to_the_pinned_release(pinned):
+@pytest.mark.parametrize("version", COMMITTED)
+def test_every_flag_in_the_templates_is_known_to_every_supported_release(version):
+    """The role renders the same template whatever sglang_version says: each of its flags must be in every release
+    of the table (what differs per release is rendered by the planner, checked in (b))."""
     flags = template_flags()
     assert "--model-path" in flags  # the unit's command line is there
-    problems = ["%s (%s)" % (p, where) for flag, where in flags.items() for p in check_args(pinned, [flag])
+    problems = ["%s (%s)" % (p, where) for flag, where in flags.items() for p in check_args(load_table(version), [flag])
                 if "expects" not in p]  # values are Jinja; (b) and (c) check rendered values
     assert not problems, problems
 
@@ -154,9 +158,16 @@ def planner_cases(version):
         for key in speculative_keys:
             for case in SPECULATIVE_CASES:
                 yield "%s/%s=%s" % (preset, key, case["algorithm"]), dict(base, model=preset, **{key: case})
+        for name, case in DP_CASES.items():
+            yield "%s/%s" % (preset, name), dict(base, model=preset, **case)
         if "nnodes" in keys:
             for name, case in NODE_CASES.items():
                 yield "%s/%s" % (preset, name), dict(base, model=preset, **case)
+
+
+# Data parallelism: attention DP over the 8 GPUs (0.5.22+ spell it --attn-dp-size), and two replicas of tp 4.
+DP_CASES = {"dp attention": {"dp_size": 8, "enable_dp_attention": True},
+            "dp replicas": {"tp_size": 4, "dp_size": 2}}
 
 
 # A server across nodes: tp 8 over 2 or 4 nodes, a rank other than 0, rank 0's address by IP, name and IPv6.
@@ -169,21 +180,25 @@ NODE_CASES = {
 }
 
 
-def test_every_planner_rendering_is_accepted_by_the_pinned_release(pinned):
+@pytest.mark.parametrize("version", COMMITTED)
+def test_every_planner_rendering_is_accepted_by_the_release_it_was_planned_for(version):
     sglang_kvplan, kvspec = _planner()
+    table = load_table(version)
     problems, rendered, flags_seen = [], 0, set()
-    for name, spec in planner_cases(pinned_version()):
+    for name, spec in planner_cases(version):
         try:
             args = sglang_kvplan.plan(spec)["args"]
         except sglang_kvplan.KVPlanError:
             continue  # refused before anything is rendered: nothing reaches SGLang
         rendered += 1
         flags_seen.update(a for a in args if str(a).startswith("--"))
-        problems += ["%s: %s" % (name, p) for p in check_args(pinned, args)]
+        problems += ["%s: %s" % (name, p) for p in check_args(table, args)]
+        problems += ["%s: %s" % (name, p) for p in deprecations(table, args)]  # a deprecated spelling has a new one
     assert rendered >= len(sglang_kvplan.load_presets()), "the matrix rendered almost nothing: check its spec"
     assert {"--context-length", "--mem-fraction-static"} <= flags_seen
     speculative_keys = [k for k in getattr(kvspec, "_KEYS", {}) if k.startswith("speculative")
                         and k != "speculative_draft_layers"]
+    assert flags_seen & {"--attn-dp-size", "--enable-dp-attention"}, "no case rendered DP attention: see DP_CASES"
     if "nnodes" in getattr(kvspec, "_KEYS", {}):
         assert {"--nnodes", "--node-rank", "--dist-init-addr", "--dist-timeout"} <= flags_seen, (
             "the planner has nnodes but no case rendered the multi-node flags: update NODE_CASES in this file")

@@ -59,3 +59,23 @@ def test_the_docs_table_is_the_rules_table():
     with open(RULES_TABLE, encoding="utf-8") as handle:
         rows = extract_rules.markdown(json.load(handle))
     assert rows in text, "docs/sglang-releases.md: paste the output of extract_rules.py --markdown into its table"
+    with open(RULES_TABLE, encoding="utf-8") as handle:
+        refusals = extract_rules.refusals_markdown(json.load(handle))
+    assert refusals in text, ("docs/sglang-releases.md: paste the output of extract_rules.py --refusals-markdown "
+                              "into its launch-refusal table")
+
+
+def test_the_launch_refusals_each_release_raises_as_read_from_its_wheel():
+    """shared/reference/sglang-wheels-audit.md, second audit, D1 and D2: which speculative x parallel combinations
+    each release refuses at argument resolution (extract_rules.LAUNCH_REFUSALS)."""
+    kinds = {v: sorted(r["launch_refusals"]) for v, r in TABLE.items()}
+    assert kinds["0.5.9"] == kinds["0.5.10"] == ["ngram_dp_attention", "standalone_dp_attention"]
+    assert kinds["0.5.12"] == ["dflash_dp_attention", "dflash_pp", "ngram_dp_attention", "standalone_dp_attention"]
+    assert "uno_draft_path" not in kinds["0.5.19"] and "uno_draft_path" in kinds["0.5.20"]
+    assert "dflash_dp_attention" in kinds["0.5.22"] and "dflash_dp_attention_needs_dp_lm_head" not in kinds["0.5.22"]
+    assert "dflash_dp_attention" not in kinds["0.5.23"] and "dflash_dp_attention_needs_dp_lm_head" in kinds["0.5.23"]
+    on = {v: r["launch_refusals"]["ngram_dp_attention"]["dp_attention_on"] for v, r in TABLE.items()}
+    assert on["0.5.21"] == "flag" and on["0.5.22"] == on["0.5.23"] == "attn_dp_size"
+    assert TABLE["0.5.15"]["launch_refusals"]["dflash_pp"]["source"] == "sglang/srt/arg_groups/speculative_hook.py:147"
+    assert [v for v, r in TABLE.items() if r["dflash_draft_backend"] == "sm100_fa4"] == ["0.5.23"]
+    assert [v for v, r in TABLE.items() if r["sm100_default_with_dflash"]] == ["0.5.23"]

@@ -2,8 +2,8 @@
 
 Default: the SGLang TEST DOUBLE as a wheel named `sglang`, so a venv can `pip install` it offline and a
 systemd unit can run `python -m sglang.launch_server` unchanged. A wheel is a zip with metadata. The double's
-wheel carries the real releases' flag tables (lib/sglang_kvplan/releases/flags-*.json) as
-sglang/_double_flags/, from which it builds its argument parser.
+wheel carries the real releases' flag tables (lib/sglang_kvplan/releases/flags-*.json) and their rules
+(rules.json) as sglang/_double_flags/, from which it builds its argument parser and its per-release rules.
 Usage: python build_wheel.py OUTDIR [PACKAGE_DIR DIST_NAME VERSION SUMMARY]  -> prints the wheel's path.
 """
 
@@ -57,7 +57,8 @@ if __name__ == "__main__":
         from sglang import __version__
 
         tables = {"sglang/_double_flags/" + name: os.path.join(RELEASES, name)
-                  for name in os.listdir(RELEASES) if name.startswith("flags-") and name.endswith(".json")}
+                  for name in os.listdir(RELEASES) if name == "rules.json"
+                  or (name.startswith("flags-") and name.endswith(".json"))}
         print(build(sys.argv[1], os.path.join(HERE, "sglang"), "sglang", __version__,
                     "TEST DOUBLE of SGLang for molecule and the demo; not SGLang", tables))
     else:

@@ -203,3 +203,28 @@ def test_eagle_parameters_without_num_steps_are_refused(params):
             "speculative": eagle, "gpu_compute_capability": "12.0"}
     with pytest.raises(kv.KVPlanError, match="without num_steps"):
         kv.plan(spec)
+
+
+QWEN_FP8_DFLASH = {"model": "qwen3-32b", "tp_size": 4, "gpu_memory_mib": B200_MIB, "checkpoint_gib": 65.0,
+                   "context_target": 40_000, "kv_cache_dtype": "fp8_e4m3",
+                   "speculative": {"algorithm": "DFLASH", "draft_model": "kimi-k2.6-dflash", "draft_model_path": "/d"}}
+
+
+@pytest.mark.parametrize("version, cap, cell", [
+    # 0.5.23 on SM100: the non-causal drafter falls back to fa4 (arg_groups/speculative_hook.py:969), whose KV
+    # stays bf16 (mem_cache/kv_cache_dtype.py:101): 2 KV heads x 256 x 5 layers x 2 B = 5,120 beside 32,768
+    ("0.5.23", "10.0", 32_768 + 5_120),
+    ("0.5.23", None, 32_768 + 5_120),  # GPU family unknown: as on SM100, so the pin holds everywhere
+    ("0.5.23", "9.0", 32_768 + 2_560),  # Hopper: the draft keeps the target's fp8
+    ("0.5.22", "10.0", 32_768 + 2_560),  # 0.5.22 falls back to flashinfer, which reads fp8
+])
+def test_a_dflash_drafts_kv_dtype_follows_its_backend_on_sm100(version, cap, cell):
+    plan = kv.plan(dict(QWEN_FP8_DFLASH, version=version, gpu_compute_capability=cap))
+    assert plan["kv_bytes_per_token"] == cell
+
+
+def test_a_causal_dflash_drafter_keeps_trtllm_mha_and_the_fp8_kv():
+    draft = dict(kv.load_presets()["kimi-k2.6-dflash"]["config"], is_causal=True)
+    spec = dict(QWEN_FP8_DFLASH, version="0.5.23", gpu_compute_capability="10.0",
+                speculative=dict(QWEN_FP8_DFLASH["speculative"], draft_model=None, draft_model_config=draft))
+    assert kv.plan(spec)["kv_bytes_per_token"] == 32_768 + 2_560

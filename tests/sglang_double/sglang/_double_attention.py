@@ -29,12 +29,12 @@ DEEPSEEK_FAMILY = {
                "Glm5NextForConditionalGeneration", "HYV4ForCausalLM", "HYV4ForCausalLMNextN",
                "LongcatFlashForCausalLM", "LongcatFlashForCausalLMNextN", "Dots3NoteForCausalLM"),
 }
-TRTLLM_MHA_KEEPS = {"0.5.9": (16, 32, 64), "0.5.23": (16, 32, 64, 128)}
 
 
-def resolve_dp_attention(args, release):
-    """0.5.23's handle_deprecated_dp_attention; 0.5.9 keeps the flags as given."""
-    if release != "0.5.9" and args.enable_dp_attention:
+def resolve_dp_attention(args, has_attn_dp_size):
+    """0.5.22+ handle_deprecated_dp_attention (releases whose parser has --attn-dp-size); older ones keep the
+    flags as given."""
+    if has_attn_dp_size and args.enable_dp_attention:
         if (args.attn_dp_size or 1) == 1:
             args.attn_dp_size, args.dp_size = args.dp_size, 1
         args.enable_dp_attention = False
@@ -50,8 +50,13 @@ def _is_sm100(gpu):
     return cap.split(".")[0] == "10"
 
 
-def default_backend(args, config, gpu, release):
-    """The attention backend the release picks when none is given, or None where the double does not need it."""
+def default_backend(args, config, gpu, release, rules):
+    """The attention backend the release picks when none is given, or None where the double does not need it.
+    The SM100 GQA default is decided before the speculative parameters are resolved, so an EAGLE draft with
+    --speculative-eagle-topk unset does not get trtllm_mha in any release (0.5.12 server_args.py:2610-2620 runs
+    at :936, before :976; 0.5.23 arg_groups/model_override_base.py:311-325, pipeline.py:242 before :306), nor
+    DFLASH before 0.5.23 (rules.json sm100_default_with_dflash); fa4 for asymmetric K/V from 0.5.17 (rules.json
+    forced_pages sm100_mha_asymmetric_kv)."""
     if args.attention_backend is not None or not _is_sm100(gpu):
         return args.attention_backend
     cfg = sim.language_config(config)
@@ -61,25 +66,41 @@ def default_backend(args, config, gpu, release):
     topk = args.speculative_eagle_topk
     if args.speculative_algorithm and (topk or 0) > 1:
         return "flashinfer"
-    if release == "0.5.9" and args.speculative_algorithm and topk is None:
+    dflash = (args.speculative_algorithm or "").upper() == "DFLASH"
+    if args.speculative_algorithm and topk is None and not (dflash and rules.get("sm100_default_with_dflash")):
         return "flashinfer"
     _, head_dim, v_head_dim = sim.mha_geometry(config)
-    if release != "0.5.9" and head_dim != v_head_dim:
+    if head_dim != v_head_dim and "sm100_mha_asymmetric_kv" in rules["forced_pages"]:
         return "fa4"
     return "trtllm_mha"
 
 
-def resolve_page_size(args, config, gpu, release, log):
+def dflash_draft_backend(target_backend, draft_config, gpu, rules):
+    """The DFLASH draft's backend (0.5.23 arg_groups/speculative_hook.py:930-986): the target's; trtllm_mha only
+    for an all-sliding or `is_causal: true` drafter, else the fallback, fa4 on SM100 where the release says so
+    (rules.json dflash_draft_backend 'sm100_fa4'), flashinfer before."""
+    if target_backend != "trtllm_mha":
+        return target_backend
+    cfg = sim.language_config(draft_config)
+    types = cfg.get("layer_types") or (draft_config.get("dflash_config") or {}).get("layer_types")
+    sliding = isinstance(types, list) and len(types) == cfg.get("num_hidden_layers") and set(types) == {
+        "sliding_attention"}
+    if sliding or cfg.get("is_causal") is True:
+        return target_backend
+    return "fa4" if rules.get("dflash_draft_backend") == "sm100_fa4" and _is_sm100(gpu) else "flashinfer"
+
+
+def resolve_page_size(args, config, gpu, release, log, rules):
     """Set args.page_size as the backend forces it, with the release's warning; returns the backend."""
-    backend = default_backend(args, config, gpu, release)
+    backend = default_backend(args, config, gpu, release, rules)
+    keeps = tuple(rules["forced_pages"]["sm100_mha"]["keeps"])  # 16/32/64, and 128 from 0.5.17
     page = args.page_size or 1
     forced = page
     if backend == "trtllm_mla" and page not in (32, 64):
         forced = 64
         log("TensorRT-LLM MLA only supports page_size of 32 or 64, changing page_size from %d to 64." % page)
-    elif backend == "trtllm_mha" and page not in TRTLLM_MHA_KEEPS[release]:
+    elif backend == "trtllm_mha" and page not in keeps:
         forced = 64
-        keeps = TRTLLM_MHA_KEEPS[release]
         log("TensorRT-LLM MHA only supports page_size of %s or %d, changing page_size from %d to 64."
             % (", ".join(str(k) for k in keeps[:-1]), keeps[-1], page))
     elif backend == "fa4" and _is_sm100(gpu) and not sim.language_config(config).get("kv_lora_rank"):

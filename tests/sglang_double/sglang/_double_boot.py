@@ -183,8 +183,8 @@ class Boot:
         tokens, rest = sim.profile_max_num_token(pre, avail, fraction, cell)
         if self.gpu["fault"] == "not_enough_memory":
             tokens, rest = 0, -abs(rest)
-        if self.rel == "0.5.23":
-            if rest <= 0:  # _profile_available_bytes
+        if sim.version_tuple(sim.exact_release(self.gpu)) >= (0, 5, 14):  # the check exists from 0.5.14
+            if rest <= 0:  # _profile_available_bytes (0.5.15 model_runner_kv_cache_mixin.py:104-139)
                 minimum = 1 - avail / pre
                 raise BootError(
                     "ValueError",

@@ -4,11 +4,12 @@ repository's planner (a double that shared the planner's code could not catch th
 The simulated GPU is a JSON file named by SGLANG_DOUBLE_GPU (only molecule, the demo and the tests set
 it). Every key, with its default:
 
-  version                  "0.5.23"  the SGLang release impersonated: its flag table (argument parser), its
-                                     log wording and its pool rules. "0.5.9" for the older release; any
-                                     other 0.5.x keeps 0.5.23's table and pool rules but takes that release's
-                                     request checks and refusal shapes, --max-running-requests and multimodal
-                                     reserve (_double_http.py, launch_server.py, _double_multimodal.py).
+  version                  "0.5.23"  the SGLang release impersonated: its own flag table (argument parser,
+                                     flags-<release>.json), its pool rules (rules.json: the draft's load order,
+                                     the EAGLE and DFLASH cells, the SM100 pages), its launch refusals, request
+                                     checks and refusal shapes, --max-running-requests and multimodal reserve;
+                                     a release between two of the table takes the older one's. Log lines are
+                                     0.5.9's for 0.5.9, 0.5.23's for every later release.
   pre_load_avail_gib       85.334    free GiB on (this node's) least-free rank before the weights load, as the GPU
                                      would show it to an empty process (ct200)
   in_use_before_load_gib   0.0       GiB something else already holds on every GPU when SGLang starts
@@ -41,6 +42,7 @@ it). Every key, with its default:
 import json
 import math
 import os
+import re
 
 GIB = 1 << 30
 
@@ -80,7 +82,44 @@ def load_gpu():
 
 
 def release(gpu):
+    """The log wording the double writes: 0.5.9's, or 0.5.23's for every later release (exact_release for rules)."""
     return "0.5.9" if str(gpu.get("version", "")).startswith("0.5.9") else "0.5.23"
+
+
+# The real releases' tables (read from their wheels by tests/contract/extract_flags.py and extract_rules.py):
+# packed into the wheel as _double_flags/, or the repository's own when run from the source tree.
+TABLE_DIRS = (os.path.join(os.path.dirname(os.path.abspath(__file__)), "_double_flags"),
+              os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, os.pardir, os.pardir, "lib",
+                           "sglang_kvplan", "releases"))
+
+
+def version_tuple(text):
+    return tuple(int(n) for n in re.findall(r"\d+", str(text)))
+
+
+def _rules_table():
+    for folder in TABLE_DIRS:
+        path = os.path.join(folder, "rules.json")
+        if os.path.isfile(path):
+            with open(path, encoding="utf-8") as handle:
+                return json.load(handle)["releases"]
+    raise FileNotFoundError("SGLang double: no rules.json in %s" % ", ".join(TABLE_DIRS))
+
+
+def exact_release(gpu):
+    """The release of the table the double impersonates: gpu['version'] itself ('0.5.15', '0.5.23+double' ->
+    '0.5.23'), else the newest older one of the table, else its oldest."""
+    wanted = str(gpu.get("version") or DEFAULTS["version"]).split("+", 1)[0]
+    names = sorted(_rules_table(), key=version_tuple)
+    if wanted in names:
+        return wanted
+    older = [name for name in names if version_tuple(name) <= version_tuple(wanted)]
+    return older[-1] if older else names[0]
+
+
+def release_rules(gpu):
+    """rules.json's entry for the impersonated release."""
+    return _rules_table()[exact_release(gpu)]
 
 
 def language_config(config):
@@ -150,13 +189,16 @@ def draft_layers(draft_config):
                or cfg["num_hidden_layers"])
 
 
-def dflash_draft_cell(draft_config, args):
+def dflash_draft_cell(draft_config, args, rules=None):
     """0.5.23 speculative/dflash_utils.py dflash_draft_cell_size_per_token, with the draft's KV dtype from
     mem_cache/kv_cache_dtype.py (--speculative-draft-kv-cache-dtype, else --kv-cache-dtype; "auto" is the
-    draft's own dtype) and heads split over the draft's attention TP (speculative/draft_parallel.py:
-    the target's attention TP when there is no context parallelism), times attn_dcp_size (1 here)."""
+    draft's own dtype; an fa4 draft keeps the model dtype where the release says so: "DFLASH fa4 draft:
+    overriding KV cache dtype", 0.5.16+) and heads split over the draft's attention TP (speculative/
+    draft_parallel.py: the target's attention TP when there is no context parallelism), times attn_dcp_size."""
     dtype = args.speculative_draft_kv_cache_dtype or args.kv_cache_dtype
     elem = _model_dtype_bytes(draft_config) if dtype == "auto" else kv_elem_bytes(dtype, draft_config)
+    if (rules or {}).get("dflash_draft_backend") and getattr(args, "dflash_draft_backend", None) == "fa4":
+        elem = _model_dtype_bytes(draft_config)
     total_kv, head_dim, v_head_dim = mha_geometry(draft_config)
     heads = max(1, total_kv // attn_tp_size(args))  # ModelConfig.get_num_kv_heads
     return heads * (head_dim + v_head_dim) * language_config(draft_config)["num_hidden_layers"] * elem
@@ -173,19 +215,33 @@ def draft_cell_059(draft_config, args):
     return max(1, total_kv // attn_tp_size(args)) * (head_dim + v_head_dim) * layers * elem
 
 
-def pool_cells(config, draft_config, args, rel, algorithm):
-    """(target part, draft part) of each token's cell as the release budgets the target's pool.
-    0.5.23 DefaultPoolConfigurator.__init__: EAGLE/STANDALONE add int(cell * draft_layers / layers);
-    DFLASH adds the draft's own cell (scale_kv_cell_size_per_token_for_dflash with a draft cell).
-    0.5.9: the target's cell only (the draft's pool comes out of the headroom later)."""
+def pool_cells(config, draft_config, args, rules, algorithm):
+    """(target part, draft part inside the cell, draft cell beside the pool) of each token as the release budgets
+    it (rules.json, model_executor/pool_configurator.py of each release):
+    - EAGLE/STANDALONE/NEXTN ('eagle_cell'): 'scaled_sum' (0.5.22+) cell + int(cell x Ld / L); 'scaled_product'
+      (0.5.14-0.5.21) int(cell x (1 + Ld / L)); 'separate' (0.5.9-0.5.13) the target's cell only, the draft
+      runner's own pool of the same token count beside it (its cell from the draft config).
+    - DFLASH ('dflash_cell'): 'draft_cell' (0.5.18+) the draft's own cell added; 'layer_scaled' (0.5.11-0.5.17)
+      ceil(cell x (L + Ld) / L) (scale_kv_cell_size_per_token_for_dflash)."""
     cell = target_cell(config, args)
-    if rel == "0.5.9" or draft_config is None or algorithm is None:
-        return cell, 0
+    if draft_config is None or algorithm is None:
+        return cell, 0, 0
+    layers = num_layers(config, args.pp_size)
     if algorithm in ("DFLASH", "DSPARK"):  # is_dflash_family()
-        return cell, dflash_draft_cell(draft_config, args)
+        if rules["dflash_cell"] == "draft_cell":
+            return cell, dflash_draft_cell(draft_config, args, rules), 0
+        if rules["dflash_cell"] == "layer_scaled":
+            ld = language_config(draft_config)["num_hidden_layers"]
+            return cell, -(-cell * (layers + ld) // layers) - cell, 0
+        return cell, 0, draft_cell_059(draft_config, args)
     if algorithm in ("EAGLE", "EAGLE3", "FROZEN_KV_MTP", "NEXTN", "STANDALONE"):  # is_eagle(), NEXTN -> EAGLE
-        return cell, int(cell * draft_layers(draft_config) / num_layers(config, args.pp_size))
-    return cell, 0
+        ld = draft_layers(draft_config)
+        if rules["eagle_cell"] == "scaled_sum":
+            return cell, int(cell * ld / layers), 0
+        if rules["eagle_cell"] == "scaled_product":
+            return cell, int(cell * (1 + ld / layers)) - cell, 0
+        return cell, 0, draft_cell_059(draft_config, args)
+    return cell, 0, 0
 
 
 def profile_max_num_token(pre_gib, avail_gib, mem_fraction_static, cell):

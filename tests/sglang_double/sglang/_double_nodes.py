@@ -68,8 +68,10 @@ def parse_address(addr):
     return host, number
 
 
-def check_launch(args, release):
+def check_launch(args, release, rules=None):
     """What SGLang refuses before it spawns anything, then the double's own two checks (see the module's doc)."""
+    if rules is not None:
+        check_speculative_launch(args, rules)
     nnodes, node_rank = args.nnodes, args.node_rank
     if nnodes < 1:
         raise BootError("ValueError", "SGLang double: --nnodes=%d; use the number of nodes the server spans (>= 1)"
@@ -89,6 +91,47 @@ def check_launch(args, release):
         raise BootError("ValueError", "SGLang double: --nnodes=%d needs --dist-init-addr <node 0's address>:<port> on "
                         "every node (real SGLang does not check: each node would wait for the others on its own "
                         "127.0.0.1 until the timeout)" % nnodes)
+
+
+def _dp_attention_on(args, how):
+    """'flag': --enable-dp-attention as given (0.5.9-0.5.21); 'attn_dp_size': attention DP wider than 1 (0.5.22+
+    runtime_context.py attn_dp_enabled_of)."""
+    if how == "flag":
+        return bool(args.enable_dp_attention)
+    return (args.attn_dp_size or 1) > 1
+
+
+# kind of rules.json launch_refusals -> the launch it refuses (extract_rules.py LAUNCH_REFUSALS, read from the
+# wheels: DFLASH with pp > 1, DFLASH with DP attention (0.5.11-0.5.22) or without --enable-dp-lm-head (0.5.23),
+# STANDALONE and NGRAM with DP attention; UNO's own terms).
+_SPECULATIVE_REFUSALS = {
+    "dflash_pp": lambda a, alg, dp: alg == "DFLASH" and a.pp_size != 1,
+    "dflash_dp_attention": lambda a, alg, dp: alg == "DFLASH" and dp,
+    "dflash_dp_attention_needs_dp_lm_head": lambda a, alg, dp: (alg == "DFLASH" and dp
+                                                                and not getattr(a, "enable_dp_lm_head", False)),
+    "dspark_pp": lambda a, alg, dp: alg == "DSPARK" and a.pp_size != 1,
+    "dspark_dp_attention_needs_dp_lm_head": lambda a, alg, dp: (alg == "DSPARK" and dp
+                                                                and not getattr(a, "enable_dp_lm_head", False)),
+    "standalone_dp_attention": lambda a, alg, dp: alg == "STANDALONE" and dp,
+    "ngram_dp_attention": lambda a, alg, dp: alg == "NGRAM" and dp,
+    "uno_draft_path": lambda a, alg, dp: alg == "UNO" and a.speculative_draft_model_path is not None,
+    "uno_lora_path": lambda a, alg, dp: alg == "UNO" and getattr(a, "uno_lora_path", None) is None,
+    "uno_tp_pp": lambda a, alg, dp: alg == "UNO" and (a.tp_size, a.pp_size) != (1, 1),
+}
+
+
+def check_speculative_launch(args, rules):
+    """The release's speculative x parallel refusals at argument resolution, in its words (ValueError)."""
+    algorithm = (args.speculative_algorithm or "").upper()
+    if not algorithm:
+        return
+    for kind, refused in _SPECULATIVE_REFUSALS.items():
+        entry = rules["launch_refusals"].get(kind)
+        if entry is None:
+            continue
+        on = _dp_attention_on(args, entry["dp_attention_on"]) if "dp_attention_on" in entry else False
+        if refused(args, algorithm, on):
+            raise BootError("ValueError", entry["message"])
 
 
 def init_parallel(run):

@@ -29,7 +29,7 @@ from sglang._double_args import (
     resolve_speculative,
     server_args,
 )
-from sglang._double_attention import attn_dp_size, resolve_dp_attention, resolve_page_size
+from sglang._double_attention import attn_dp_size, dflash_draft_backend, resolve_dp_attention, resolve_page_size
 from sglang._double_boot import Boot, BootError, check_tokenizer, kv_dtype_name, log, read_config
 from sglang._double_config import ConfigArgumentMerger
 from sglang._double_http import release_tuple, serve, serve_dummy_health
@@ -40,12 +40,12 @@ from sglang._double_nodes import Cluster, check_launch, init_parallel
 def prepare_server_args(argv, table=None):
     """As SGLang's `prepare_server_args` (0.5.9 and 0.5.23 `srt/server_args.py`): the release's parser; a
     `--config` YAML file's options merged in before parsing (sglang/_double_config.py)."""
-    table = table or load_table(sim.release(sim.load_gpu()))
+    table = table or load_table(sim.exact_release(sim.load_gpu()))
     parser = build_parser(table)
     if "--config" in argv:
         argv = ConfigArgumentMerger(parser).merge_config_with_args(argv)
-    release = "0.5.9" if str(table["version"]).startswith("0.5.9") else "0.5.23"
-    return resolve_dp_attention(server_args(parser.parse_args(argv)), release)
+    has_attn_dp_size = any("--attn-dp-size" in flag["names"] for flag in table["flags"])
+    return resolve_dp_attention(server_args(parser.parse_args(argv)), has_attn_dp_size)
 
 
 def _context_len(args, config):
@@ -146,7 +146,11 @@ def boot(args, gpu, table, cluster=None):
         fraction = sim.default_mem_fraction_static(gpu["gpu_memory_mib"], args.tp_size, args.pp_size)
 
     run = Boot(args, gpu, table, cluster)
-    resolve_page_size(args, config, gpu, run.rel, lambda message: run.all(message.replace("%", "%%")))
+    rules = sim.release_rules(gpu)
+    backend = resolve_page_size(args, config, gpu, run.rel, lambda message: run.all(message.replace("%", "%%")),
+                                rules)
+    if algorithm == "DFLASH" and draft_config is not None:
+        args.dflash_draft_backend = dflash_draft_backend(backend, draft_config, gpu, rules)
     resolve_speculative(args, config)
     if cluster:
         pre = init_parallel(run)  # the rendezvous with the other nodes, then P as the MIN over all of them
@@ -157,29 +161,35 @@ def boot(args, gpu, table, cluster=None):
     run.load(config, args.model_path, gpu["weights_gib_per_gpu"], gpu["load_seconds"])
     weights_gib = gpu["weights_gib_per_gpu"]
     draft_seconds = gpu["draft_load_seconds"] if gpu["draft_load_seconds"] is not None else gpu["load_seconds"] / 10
-    if draft_config is not None and run.rel == "0.5.23":  # the draft loads before the target's pool
+    # 0.5.14+ (rules.json draft_load 'before_pool', managers/scheduler.py init_model_worker): the draft loads
+    # before the target's pool; 0.5.9-0.5.13: the target's ModelRunner builds its pool while it loads, the
+    # draft worker comes after the target is ready
+    before_pool = draft_config is not None and rules["draft_load"] == "before_pool"
+    if before_pool:
         run.load(draft_config, draft_path, gpu["draft_weights_gib_per_gpu"], draft_seconds, draft=True)
         weights_gib += gpu["draft_weights_gib_per_gpu"]
 
-    target_part, draft_part = sim.pool_cells(config, draft_config, args, run.rel, algorithm)
+    target_part, draft_part, beside = sim.pool_cells(config, draft_config, args, rules, algorithm)
     tokens, profiled, capped = run.size_pool(pre, fraction, target_part + draft_part,
                                              mm_reservation_gib(config, args, run.rel, gpu.get("version", __version__)))
     dtype_name = kv_dtype_name(args.kv_cache_dtype, config)
     kv_gib = run.allocate(tokens, target_part, config, dtype_name)
     graph_gib = gpu["graph_gib"]
-    if draft_config is not None and run.rel == "0.5.23":
+    draft_dtype = kv_dtype_name(args.speculative_draft_kv_cache_dtype or args.kv_cache_dtype, draft_config or {})
+    if before_pool:
         # the draft runner's own pool, same token count, the part its cell budgeted (scheduler.init_memory_pools)
-        draft_dtype = args.speculative_draft_kv_cache_dtype or args.kv_cache_dtype
-        kv_gib += run.allocate(tokens, draft_part, draft_config, kv_dtype_name(draft_dtype, draft_config))
+        if draft_part:
+            kv_gib += run.allocate(tokens, draft_part, draft_config, draft_dtype)
         run.capture(graph_gib)
         run.capture(graph_gib / 4, role="draft")
         graph_gib += graph_gib / 4
     else:
         run.capture(graph_gib)
-    if draft_config is not None and run.rel == "0.5.9":  # the draft worker comes after the target is ready
+    if draft_config is not None and not before_pool:
         run.load(draft_config, draft_path, gpu["draft_weights_gib_per_gpu"], draft_seconds, draft=True)
         weights_gib += gpu["draft_weights_gib_per_gpu"]
-        kv_gib += run.allocate(tokens, sim.draft_cell_059(draft_config, args), draft_config, dtype_name)
+        # its own pool of the same token count: the part the scaled cell budgeted, or one beside the budget
+        kv_gib += run.allocate(tokens, draft_part or beside, draft_config, draft_dtype)
         run.capture(graph_gib / 4)
         graph_gib += graph_gib / 4
 
@@ -259,13 +269,13 @@ def _crash_later(seconds, rank=0):
 
 def main(argv=None):
     gpu = sim.load_gpu()
-    table = load_table(sim.release(gpu))
+    table = load_table(sim.exact_release(gpu))
     if sim.release(gpu) == "0.5.23":  # 0.5.23 launch_server.py's __main__
         warnings.warn("'python -m sglang.launch_server' is still supported, but 'sglang serve' is the recommended "
                       "entrypoint.\n  Example: sglang serve --model-path <model> [options]", UserWarning, stacklevel=1)
     args = prepare_server_args(list(sys.argv[1:] if argv is None else argv), table)
     try:
-        check_launch(args, sim.release(gpu))
+        check_launch(args, sim.release(gpu), sim.release_rules(gpu))
     except BootError as error:
         return _refuse(error)
     _log_server_args(args, sim.release(gpu))
