@@ -6,7 +6,7 @@ BIN := $(abspath $(VENV))/bin
 export PATH := $(BIN):$(PATH)
 export ANSIBLE_CONFIG := $(abspath ansible.cfg)
 
-.PHONY: venv plan demo demo-plan demo-rollback demo-clean lint sanity chromium unit molecule test clean
+.PHONY: venv plan demo demo-plan demo-rollback demo-clean lint collection sanity chromium unit molecule test clean
 
 $(VENV)/.installed: requirements.txt
 	$(PYTHON) -m venv $(VENV)
@@ -42,8 +42,14 @@ lint: venv
 	yamllint --strict .
 	ansible-lint --profile production
 
-# ansible-core's own sanity suite (ansible-test) over the modules, module_utils and plugins, in a collection copy
-# under .cache/sanity/ (tests/sanity/run.sh); its first run installs ansible-test's pinned checkers (pylint,
+# The collection sglang.longctx (galaxy.yml): the roles, modules, module_utils, filters, callbacks and lib/ under a
+# collection's paths, built into .cache/collection/sglang-longctx-<version>.tar.gz (tests/collection/build.sh says
+# what differs from the checkout; tests/collection/ installs and runs it).
+collection: venv
+	tests/collection/build.sh
+
+# ansible-core's own sanity suite (ansible-test) over that collection, installed from its tarball under
+# .cache/sanity/ (tests/sanity/run.sh); its first run installs ansible-test's pinned checkers (pylint,
 # pycodestyle, ...) from the package index into its own virtual environments there, not into .venv.
 sanity: venv
 	tests/sanity/run.sh --requirements
@@ -61,7 +67,7 @@ unit: venv chromium
 molecule: venv
 	molecule/harness/run.sh $(SCENARIOS)
 
-test: lint sanity unit molecule
+test: lint collection sanity unit molecule
 
 # Every SGLang release of the planner's table checked against its own wheel: the flag tables and the pool rules
 # (tests/contract/extract_flags.py, extract_rules.py); the wheels download once into .cache/sglang-wheels.
