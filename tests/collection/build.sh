@@ -30,7 +30,7 @@ cp "$repo/galaxy.yml" "$repo/README.md" "$repo/LICENSE" "$src/"
 cp -r "$repo/roles" "$src/roles"
 cp "$repo"/library/*.py "$src/plugins/modules/"
 cp "$repo"/module_utils/*.py "$src/plugins/module_utils/"
-cp "$repo"/filter_plugins/* "$src/plugins/filter/"
+cp "$repo"/filter_plugins/*.py "$repo"/filter_plugins/*.yml "$src/plugins/filter/"
 cp "$repo"/callback_plugins/*.py "$src/plugins/callback/"
 for package in "$repo"/lib/sglang_*/; do cp -r "$package" "$src/lib/"; done
 ln -s ../lib "$src/plugins/lib"
