@@ -6,7 +6,7 @@ BIN := $(abspath $(VENV))/bin
 export PATH := $(BIN):$(PATH)
 export ANSIBLE_CONFIG := $(abspath ansible.cfg)
 
-.PHONY: venv plan demo demo-plan demo-rollback demo-clean lint sanity chromium unit molecule test clean
+.PHONY: venv plan demo demo-plan demo-rollback demo-upgrade-fails demo-clean lint collection sanity chromium unit core-next molecule test clean
 
 $(VENV)/.installed: requirements.txt
 	$(PYTHON) -m venv $(VENV)
@@ -34,6 +34,10 @@ demo-plan: venv
 demo-rollback: venv
 	molecule/harness/demo.sh rollback $(ARGS)
 
+# After `make demo`: an upgrade (SGLang 0.5.22+double) whose proof fails, and the last proven state put back.
+demo-upgrade-fails: venv
+	molecule/harness/demo.sh upgrade-fails $(ARGS)
+
 demo-clean: venv
 	molecule destroy -s default
 
@@ -42,8 +46,14 @@ lint: venv
 	yamllint --strict .
 	ansible-lint --profile production
 
-# ansible-core's own sanity suite (ansible-test) over the modules, module_utils and plugins, in a collection copy
-# under .cache/sanity/ (tests/sanity/run.sh); its first run installs ansible-test's pinned checkers (pylint,
+# The collection sglang.longctx (galaxy.yml): the roles, modules, module_utils, filters, callbacks and lib/ under a
+# collection's paths, built into .cache/collection/sglang-longctx-<version>.tar.gz (tests/collection/build.sh says
+# what differs from the checkout; tests/collection/ installs and runs it).
+collection: venv
+	tests/collection/build.sh
+
+# ansible-core's own sanity suite (ansible-test) over that collection, installed from its tarball under
+# .cache/sanity/ (tests/sanity/run.sh); its first run installs ansible-test's pinned checkers (pylint,
 # pycodestyle, ...) from the package index into its own virtual environments there, not into .venv.
 sanity: venv
 	tests/sanity/run.sh --requirements
@@ -61,7 +71,12 @@ unit: venv chromium
 molecule: venv
 	molecule/harness/run.sh $(SCENARIOS)
 
-test: lint sanity unit molecule
+# The tests that run Ansible (playbooks, modules, filters, callbacks, the collection) on the newest ansible-core line,
+# 2.21 (Python 3.12+), in a Debian 13 container (tests/core_next/run.sh; the harness's image and Docker engine).
+core-next: venv
+	tests/core_next/run.sh
+
+test: lint collection sanity unit core-next molecule
 
 # Every SGLang release of the planner's table checked against its own wheel: the flag tables and the pool rules
 # (tests/contract/extract_flags.py, extract_rules.py); the wheels download once into .cache/sglang-wheels.

@@ -90,8 +90,9 @@ def restored_plan(restored, entries):
     if not restored:
         return {}, {}
     flags = dict(restored.get("flags") or {})
-    for key, flag in RESTORED_FLAGS.items():  # the restored unit's own command line (quoted or not)
-        found = re.search(r'%s"?\s+"?([0-9.]+)' % re.escape(flag), restored.get("unit") or "")
+    for key, flag in RESTORED_FLAGS.items():  # the restored unit's own command line (quoted or not, its value
+        # on the same line or, as sglang.service.j2 writes it, after a " \" continuation on the next)
+        found = re.search(r'%s"?(?:\s|\\\n)+"?([0-9.]+)' % re.escape(flag), restored.get("unit") or "")
         if found and key not in flags:
             flags[key] = found.group(1)
     inputs = {k: _number(flags.get(k)) for k in RESTORED_FLAGS if flags.get(k) not in (None, "")}
@@ -118,9 +119,13 @@ def headline(report, facts):
         headroom = _number(report["calibration"].get("headroom_gib"))
         source = ("the calibration boot of %s" % report["calibration"].get("measured_at", "?")) \
             if headroom is not None else None
-    decode = proof.get("decode") or (report.get("last_full_proof") or {}).get("decode") or {}
+    # A check measures no decode: the figures are then the last full proof's, and say so.
+    last = report.get("last_full_proof") or {}
+    decode = proof.get("decode") or last.get("decode") or {}
+    decode_source = None if not decode else "this run's proof" if proof.get("decode") else \
+        "the full proof of %s" % last.get("full_at", "?")
     return {"pool_tokens": proof.get("pool_tokens"), "headroom_gib": headroom, "headroom_measured_at": source,
-            "proof_level": proof.get("level"), "tpot_ms": decode.get("tpot_ms"),
+            "decode_measured_at": decode_source, "proof_level": proof.get("level"), "tpot_ms": decode.get("tpot_ms"),
             "accept_length": decode.get("accept_length"), "decode_context_tokens": decode.get("prompt_tokens")}
 
 
@@ -245,9 +250,10 @@ def render_html(report, png):
     head = report.get("headline") or {}
     measured = "measured this run: pool %s tokens, headroom %s GiB (%s)%s; proof: %s" % (
         _fmt(head.get("pool_tokens")), _fmt(head.get("headroom_gib")), _fmt(head.get("headroom_measured_at")),
-        (", decode %s ms per token at %s tokens of context%s" % (
+        (", decode %s ms per token at %s tokens of context%s (%s)" % (
             _fmt(head["tpot_ms"]), _fmt(head.get("decode_context_tokens")),
-            ", accept length %s" % _fmt(head["accept_length"]) if head.get("accept_length") else ""))
+            ", accept length %s" % _fmt(head["accept_length"]) if head.get("accept_length") else "",
+            _fmt(head.get("decode_measured_at"))))
         if head.get("tpot_ms") is not None else "", _fmt(proof.get("level")))
     decode = proof.get("decode") or {}
     last = report.get("last_full_proof") or {}

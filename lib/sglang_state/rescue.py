@@ -19,9 +19,12 @@ import re
 
 def _journal_module():
     """module_utils/sglang_journal.py by file: it writes the excerpt the failure's message ends with, so it is the
-    one place that knows its shape (module_utils/ is not a package on the controller's path)."""
-    path = os.path.join(os.path.dirname(os.path.realpath(__file__)), os.pardir, os.pardir, "module_utils",
-                        "sglang_journal.py")
+    one place that knows its shape (module_utils/ is not a package on the controller's path). It is module_utils/ in
+    the checkout and plugins/module_utils/ in the collection (tests/collection/build.sh), both beside lib/."""
+    top = os.path.join(os.path.dirname(os.path.realpath(__file__)), os.pardir, os.pardir)
+    paths = [os.path.join(top, *folder, "sglang_journal.py")
+             for folder in (["module_utils"], ["plugins", "module_utils"])]
+    path = next(path for path in paths if os.path.exists(path))
     spec = importlib.util.spec_from_file_location("_sglang_longctx_sglang_journal", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)

@@ -12,12 +12,38 @@
 #   molecule/harness/demo.sh plan         # the demo host's plan with the calibration it stored (`make demo-plan`)
 #   molecule/harness/demo.sh rollback ... # playbooks/rollback.yml on the demo host (`make demo-rollback`),
 #                                         # e.g. `... rollback -e sglang_rollback_list=true`
+#   molecule/harness/demo.sh upgrade-fails  # site.yml on the demo host with an upgrade whose proof fails
+#                                         # (`make demo-upgrade-fails`): SGLang 0.5.22+double (the double's second
+#                                         # wheel, standins.sh), a proof that expects the wrong answer, and
+#                                         # sglang_rollback_on_failure: true; the last proven state comes back
 # `make demo-clean` removes the instance.
 set -euo pipefail
 HERE="$(cd "$(dirname "$0")" && pwd)"
 REPO="$(cd "$HERE/../.." && pwd)"
 export PATH="$REPO/.venv/bin:$PATH" ANSIBLE_CONFIG="$REPO/ansible.cfg"
 cd "$REPO"
+
+# upgrade-fails: site.yml as `make demo` runs it, with another release and a proof that cannot pass; the run
+# fails, puts the last proven state back and says so; its message is printed last (the log has the rest).
+if [ "${1:-}" = upgrade-fails ]; then
+  shift
+  docker inspect ct200-sim >/dev/null 2>&1 || { echo "demo: no demo instance (ct200-sim); run \`make demo\` first"; exit 1; }
+  mkdir -p .cache/molecule/logs
+  log=.cache/molecule/logs/demo-upgrade-fails.log
+  echo "== simulated ct200: site.yml with SGLang 0.5.22+double and a proof that expects a cat (log: $log)"
+  set +e
+  MOLECULE_PROJECT_DIRECTORY="$REPO" ANSIBLE_STDOUT_CALLBACK=default ansible-playbook -i "$HERE/demo-inventory" \
+    site.yml -l ct200-sim -e sglang_version=0.5.22+double -e '{"sglang_smoke_expect": "\\bcat\\b"}' \
+    -e sglang_rollback_on_failure=true "$@" >"$log" 2>&1
+  rc=$?
+  set -e
+  grep -E '^ct200-sim: ' "$log" | sed 's/^/   /' || true
+  grep -E '^ct200-sim +: ok=' "$log" | sed 's/^/== recap: /' || true
+  [ "$rc" -ne 0 ] || { echo "demo: the upgrade passed its proof (full log: $log)"; exit 1; }
+  echo "demo: the upgrade failed its proof, as staged (full log: $log):"
+  printf '\n%s\n' "$(python3 "$HERE/demo_lines.py" refusal <"$log")"
+  exit 0
+fi
 
 # plan / rollback: the repository's own playbooks against the demo container, through Docker, with the
 # scenario's group_vars (molecule/harness/demo-inventory links them).
@@ -65,14 +91,18 @@ COLUMNS=400 molecule converge -s default 2>&1 | tee "$log" | live
 rc=${PIPESTATUS[0]}
 set -e
 if [ "$rc" -ne 0 ]; then
-  strip <"$log" | grep -E -A15 'fatal:' | tail -40
-  echo "demo: converge failed (full log: $log)"; exit 1
+  # The message that stopped the run, last and alone (molecule's own ERROR/CRITICAL lines stay in the log).
+  stopped=$(python3 "$HERE/demo_lines.py" refusal <"$log")
+  echo "demo: converge failed (full log: $log); what stopped it:"
+  if [ -n "$stopped" ]; then printf '\n%s\n' "$stopped"; else strip <"$log" | grep -E -A15 'fatal:' | tail -40; fi
+  exit 1
 fi
 took=$(( $(date +%s) - start ))
 clean() { strip <"$log"; }
 echo "== simulated ct200: site.yml converged in ${took} s (log: $log)"
 clean | grep -oE '"msg": "The estimate gave a pool[^"]*"' | sed 's/^"msg": /   /' || true
-clean | sed -n '/TASK \[sglang : Summarise the run\]/,/PLAY RECAP/p' | grep -E '^ +"(plan|calibration|starts|smoke)' | sed 's/^ *"/   /; s/",\{0,1\}$//; s/\\"/"/g'
+# Every line of the role's summary: the plan, the calibration, the starts, the proof level and why, smoke and decode.
+python3 "$HERE/demo_lines.py" summary <"$log" | sed 's/^/   /'
 clean | grep -E '^ct200-sim +: ok=' | sed 's/^/== recap: /'
 report=$(clean | grep -oE '"msg": "report: [^"]*"' | tail -1 | sed 's/^"msg": "report: //; s/"$//')
 echo "== report: ${report:-none written (see $log)}"

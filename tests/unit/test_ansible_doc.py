@@ -5,6 +5,7 @@ import glob
 import inspect
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -30,11 +31,19 @@ FILTERS = sorted(_filter_functions())
 CALLBACKS = sorted(os.path.basename(p)[:-3] for p in glob.glob(os.path.join(REPO, "callback_plugins", "*.py")))
 
 
+# ansible-core 2.21's listing warns about its own internal collection (ansible._protomatter has no MANIFEST.json),
+# with any configuration or none: that one warning is Ansible's, not the repository's (make core-next).
+ANSIBLES_OWN = re.compile(r"^\[WARNING\]: Collection at '[^']*/ansible/_internal/ansible_collections/ansible/"
+                          r"_protomatter' does not have a MANIFEST\.json file, nor has it galaxy\.yml: "
+                          r"cannot detect version\.\n", re.M)
+
+
 def ansible_doc(*args):
     env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(REPO, "ansible.cfg"), ANSIBLE_NOCOLOR="1")
     proc = subprocess.run([os.path.join(BIN, "ansible-doc"), *args], cwd=REPO, env=env, capture_output=True,
                           text=True, timeout=120)
-    assert proc.returncode == 0 and "WARNING" not in proc.stderr and "ERROR" not in proc.stderr, proc.stderr
+    stderr = ANSIBLES_OWN.sub("", proc.stderr)
+    assert proc.returncode == 0 and "WARNING" not in stderr and "ERROR" not in stderr, proc.stderr
     return proc.stdout
 
 

@@ -189,8 +189,11 @@ class Handler(BaseHTTPRequestHandler):
                             "code": status})
 
     def _authorized(self):
+        """SGLang's api_key rule for the double's endpoints: every path needs the key except the probes and
+        Prometheus' scrape, matched by prefix (0.5.11 to 0.5.23 srt/utils/auth.py decide_request_auth: /health,
+        /metrics, and from 0.5.22 /ready; 0.5.23 auth.py:102-106)."""
         key = self.app.args.api_key
-        if not key or self.path.startswith("/health"):
+        if not key or self.path.startswith(("/health", "/metrics", "/ready")):
             return True
         if self.headers.get("Authorization") == "Bearer " + key:
             return True
