@@ -120,8 +120,9 @@ def http(method, url, key="", body=None, timeout=10):
 @contextlib.contextmanager
 def running_router(worker_urls, api_key="", admin_key="", extra=(), host="127.0.0.1", key_dir=None, port=None):
     """Yield (url, process, log path) of the real router started through the role's launcher, listening on
-    host:port (a free port when none; IPv6 in brackets, as the role's unit renders --host), once it answers /health and lists every boot worker as healthy; stop it
-    afterwards. key_dir: where its key files go (api-key, admin-api-key), as the role lays them out."""
+    host:port (a free port when none; IPv6 in brackets, as the role's unit renders --host), once it answers /health
+    and lists every boot worker as healthy; stop it afterwards. key_dir: where its key files go (api-key,
+    admin-api-key), as the role lays them out."""
     with tempfile.TemporaryDirectory() as root:
         key_dir = key_dir or root
         key_file, admin_file = os.path.join(key_dir, "api-key"), os.path.join(key_dir, "admin-api-key")

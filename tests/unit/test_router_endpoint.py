@@ -7,7 +7,6 @@ import re
 
 import pytest
 import yaml
-
 from sglang_checks import urls
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
