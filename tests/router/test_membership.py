@@ -14,6 +14,7 @@ from router_helpers import REPO, free_port, running_router
 
 PLAYBOOK_BIN = os.path.join(os.path.dirname(sys.executable), "ansible-playbook")
 ADMIN_KEY, WORKER_KEY = "admin-key-7", "worker-key-7"
+REPLICA = "127.0.0.1"  # the Upstreams listen there
 
 
 def layout(tmp_path, deployed=True):
@@ -30,11 +31,12 @@ def layout(tmp_path, deployed=True):
 def play(tmp_path, root, worker, router_host, router_port, router_url):
     local = {"ansible_connection": "local", "ansible_python_interpreter": sys.executable, "ansible_become": False}
     inventory = {"all": {"children": {
-        "sglang_servers": {"hosts": {"replica-1": dict(local, ansible_host="127.0.0.1",
-                                                        sglang_port=int(worker.url.rsplit(":", 1)[1]))}},
+        # the replica is named by its address and sets no ansible_host, as on a fleet reached by name: in a task
+        # delegated to router-1, ansible_host is then router-1's, and a URL templated there names the router
+        "sglang_servers": {"hosts": {REPLICA: dict(local, sglang_port=int(worker.url.rsplit(":", 1)[1]))}},
         "sglang_routers": {"hosts": {"router-1": dict(local, sglang_router_host=router_host,
                                                        sglang_router_port=router_port,
-                                                       sglang_router_workers=["replica-1"])}},
+                                                       sglang_router_workers=[REPLICA])}},
     }}}
     (tmp_path / "hosts.yml").write_text(yaml.safe_dump(inventory))
     out_file = tmp_path / "listed.json"
@@ -64,7 +66,7 @@ def test_a_rolling_restart_drains_removes_and_readds_the_replica(tmp_path, upstr
     assert replica.calls[("GET", "/v1/loads")] >= 1
     assert other.calls[("GET", "/v1/loads")] == 0
     # the drain and the re-add changed the router; the removal of a replica already out did not
-    changed = [line for line in proc.stdout.splitlines() if line.startswith("changed: [replica-1 -> router-1]")]
+    changed = [line for line in proc.stdout.splitlines() if line.startswith("changed: [%s -> router-1" % REPLICA)]
     assert len(changed) == 2, proc.stdout[-4000:]
     assert WORKER_KEY not in proc.stdout and ADMIN_KEY not in proc.stdout
 
@@ -78,7 +80,7 @@ def test_a_deployed_router_that_does_not_answer_fails_the_run_by_name(tmp_path, 
     text = " ".join(proc.stdout.split())
     assert "The router router-1 (unit %s/etc/systemd/system/sglang-router.service exists) does not answer at " \
         "http://[::1]:%d/health" % (root, port) in text, proc.stdout[-3000:]
-    assert "replica-1 (%s) cannot be taken out of it" % replica.url in text
+    assert "%s (%s) cannot be taken out of it" % (REPLICA, replica.url) in text
     assert "systemctl start sglang-router on router-1" in text
     assert replica.calls[("GET", "/v1/loads")] == 0  # not drained: it still serves through the router
 
@@ -93,7 +95,7 @@ def test_a_router_not_deployed_yet_is_left_alone(tmp_path, upstreams):
     steps = proc.stdout.split("TASK [")
     membership = [step for step in steps if step.startswith("sglang_router : ")]
     assert membership and not [step for step in membership if "failed" in step or "changed:" in step], proc.stdout
-    assert all("skipping: [replica-1]" in step for step in membership if "deployed router" in step), proc.stdout
+    assert all("skipping: [%s]" % REPLICA in step for step in membership if "deployed router" in step), proc.stdout
     failed = [step for step in steps if "fatal:" in step]
     assert len(failed) == 1 and failed[0].startswith("List the router's workers"), proc.stdout[-3000:]
     assert "The router router-1" not in proc.stdout
