@@ -67,6 +67,8 @@ class Upstream:
                     return self._answer(200 if upstream.healthy else 503, {})
                 if upstream.key and self.headers.get("authorization") != "Bearer " + upstream.key:
                     return self._answer(401, {"error": "Unauthorized"})
+                if path == "/v1/loads":  # SGLang's load report, as a drain reads it: idle
+                    return self._answer(200, {"loads": [{"num_running_reqs": 0, "num_waiting_reqs": 0}]})
                 if path in ("/model_info", "/get_model_info"):
                     return self._answer(200, {"model_path": "m", "tokenizer_path": "m", "is_generation": True})
                 if path in ("/server_info", "/get_server_info"):
@@ -116,24 +118,28 @@ def http(method, url, key="", body=None, timeout=10):
 
 
 @contextlib.contextmanager
-def running_router(worker_urls, api_key="", admin_key="", extra=()):
-    """Yield (url, process, log path) of the real router started through the role's launcher, once it
-    answers /health and lists every boot worker as healthy; stop it afterwards."""
+def running_router(worker_urls, api_key="", admin_key="", extra=(), host="127.0.0.1", key_dir=None, port=None):
+    """Yield (url, process, log path) of the real router started through the role's launcher, listening on
+    host:port (a free port when none; IPv6 in brackets, as the role's unit renders --host), once it answers /health
+    and lists every boot worker as healthy; stop it afterwards. key_dir: where its key files go (api-key,
+    admin-api-key), as the role lays them out."""
     with tempfile.TemporaryDirectory() as root:
-        key_file, admin_file, log_path = (os.path.join(root, name) for name in ("api-key", "admin-key", "log"))
+        key_dir = key_dir or root
+        key_file, admin_file = os.path.join(key_dir, "api-key"), os.path.join(key_dir, "admin-api-key")
+        log_path = os.path.join(root, "log")
         for path, value in ((key_file, api_key), (admin_file, admin_key)):
             with open(path, "w", encoding="utf-8") as handle:
                 handle.write(value + "\n")
-        port = free_port()
+        port = port or free_port()
         args = [sys.executable, LAUNCHER, "--api-key-file", key_file, "--admin-api-key-file", admin_file, "--",
-                "--host", "127.0.0.1", "--port", str(port), "--prometheus-host", "127.0.0.1",
+                "--host", host, "--port", str(port), "--prometheus-host", "127.0.0.1",
                 "--prometheus-port", str(free_port()), "--policy", "round_robin",
                 "--health-check-interval-secs", "1", "--shutdown-grace-period-secs", "1", *extra]
         if worker_urls:
             args += ["--worker-urls", *worker_urls]
         with open(log_path, "w", encoding="utf-8") as log:
             proc = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT)
-        url = "http://127.0.0.1:%d" % port
+        url = "http://%s:%d" % (host, port)  # an IPv6 host comes in brackets, as the role's unit gives it
         try:
             deadline = time.monotonic() + 15
             while True:

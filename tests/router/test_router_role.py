@@ -166,3 +166,19 @@ def test_systemd_reads_every_line_of_the_unit(tmp_path):
     proc = subprocess.run(["systemd-analyze", "verify", str(tmp_path / "sglang-router.service")],
                           capture_output=True, text=True, timeout=60, env=dict(os.environ, SYSTEMD_LOG_LEVEL="notice"))
     assert proc.returncode == 0 and proc.stdout + proc.stderr == "", proc.stdout + proc.stderr
+
+
+@pytest.mark.parametrize("listen, rendered", [("::1", "[::1]"), ("::", "[::]"), ("127.0.0.2", "127.0.0.2")])
+def test_an_ipv6_listen_address_reaches_the_router_in_brackets(tmp_path, listen, rendered):
+    """sglang-router 0.3.2 parses "<--host>:<--port>" as one socket address: --host ::1 exits at start ("Invalid
+    address: invalid socket address syntax"), --host [::1] listens on ::1 (tests/router/test_membership.py starts
+    it so). --prometheus-host takes the bare address."""
+    etc = tmp_path / "etc"
+    etc.mkdir()
+    result = play(tmp_path, GOOD, {"sglang_router_workers": ["w1"], "sglang_router_host": listen,
+                                   "sglang_router_admin_api_key": "a-1", "sglang_router_prometheus_host": "::1"},
+                  extra={"out_dir": str(etc), "_sglang_router_etc": str(etc)})
+    assert result.returncode == 0, result.stdout + result.stderr
+    argv = exec_start((etc / "sglang-router.service").read_text())
+    assert argv[argv.index("--host") + 1] == rendered
+    assert argv[argv.index("--prometheus-host") + 1] == "::1"
