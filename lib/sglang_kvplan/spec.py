@@ -65,6 +65,10 @@ _KEYS = {
     # --mm-feature-transport as the server gets it (sglang_extra_args): cuda_ipc/cuda_vmm reserve 1 GiB more of a
     # multimodal checkpoint's KV budget (0.5.18+ mem_cache/kv_cache_configurator.py mm_runtime_reservation_gb).
     "mm_feature_transport": ("transport", None),
+    # What the headroom is for (concurrency.py): --chunked-prefill-size from sglang_extra_args (0: chunking off),
+    # and the CUDA graphs' GiB a boot measured (the calibration's graph_gib).
+    "chunked_prefill_size": ("nonneg_int", None),
+    "graph_gib": ("nonneg_float", None),
 }
 
 # Keys normalize_spec adds (the release's rules, resolved once per plan); a normalised spec may be normalised again.
@@ -76,6 +80,8 @@ _DERIVED = {
     "node_rank": "this host's index in sglang_nodes",
     "limiting_node": "the node of sglang_nodes with the least free GPU memory",
     "mm_feature_transport": "--mm-feature-transport in sglang_extra_args",
+    "chunked_prefill_size": "--chunked-prefill-size in sglang_extra_args",
+    "graph_gib": "sglang_calibration's graph_gib, measured by a boot",
 }
 
 
