@@ -91,6 +91,8 @@ class Server:
         n, out, finish, step = self._generate(prompt, max_new_tokens, ignore_eos)
         tokens = self.admission.tokens_for(n, max_new_tokens)
         self.admission.admit(tokens)
+        if self.gpu.get("fault") == "wrong_when_batched" and self.admission.running > 1:
+            out = pieces(" Unknown.")[:max_new_tokens]  # a batching fault to inject: a neighbour garbles the answer
         try:
             time.sleep(n / float(self.gpu["prefill_tokens_per_s"]))
             if decode is None:
