@@ -72,7 +72,7 @@ took=$(( $(date +%s) - start ))
 clean() { strip <"$log"; }
 echo "== simulated ct200: site.yml converged in ${took} s (log: $log)"
 clean | grep -oE '"msg": "The estimate gave a pool[^"]*"' | sed 's/^"msg": /   /' || true
-clean | sed -n '/TASK \[sglang : Summarise the run\]/,/PLAY RECAP/p' | grep -E '^ +"(plan|calibration|starts|smoke)' | sed 's/^ *"/   /; s/",\{0,1\}$//; s/\\"/"/g'
+clean | sed -n '/TASK \[sglang : Summarise the run\]/,/PLAY RECAP/p' | grep -E '^ +"(plan|trade-off|calibration|starts|smoke|concurrency)' | sed 's/^ *"/   /; s/",\{0,1\}$//; s/\\"/"/g'
 clean | grep -E '^ct200-sim +: ok=' | sed 's/^/== recap: /'
 report=$(clean | grep -oE '"msg": "report: [^"]*"' | tail -1 | sed 's/^"msg": "report: //; s/"$//')
 echo "== report: ${report:-none written (see $log)}"
