@@ -96,9 +96,8 @@ def running_requests(spec, pool, headroom, draft_tokens=0):
         return asked, "sglang_max_running_requests, as set"
     full = pool // target
     wanted = max(full, SEED_RUNNING)
-    why = ("the pool holds %d request(s) at full length; at least the seed's %d run side by side, each up to "
-           "pool / running tokens" % (full, SEED_RUNNING)) if full < SEED_RUNNING else (
-        "the pool holds %d requests at full length" % full)
+    why = ("the pool holds %d at full length; the seed's %d run side by side" % (full, SEED_RUNNING)
+           if full < SEED_RUNNING else "the pool holds %d at full length" % full)
     per_gpu = min(wanted, max(pool // 2, 1))
     if per_gpu < wanted:
         why = "%d, SGLang's most for a pool of %s tokens (pool // 2)" % (per_gpu, _fmt(pool))
@@ -143,16 +142,16 @@ def alternatives(spec, budget_cls, budget, pool, target, headroom_min, pre):
 def tradeoff(spec, pool, running, why, parts, alternative_lines):
     """The seed's trade-off, in lines: what the server serves, what it costs, what else the memory could buy."""
     target = spec["context_target"]
-    graphs = "%.2f GiB CUDA graphs (%s)" % (
+    graphs = "CUDA graphs %.2f (%s)" % (
         parts["cuda_graphs_gib"], "measured at the last boot" if parts["cuda_graphs_measured"]
         else "SGLang's estimate until a boot measures them")
     return [
         "longest request: %s tokens (--context-length); the pool of %s tokens holds %d at full length"
         % (_fmt(target), _fmt(pool), pool // target),
-        "concurrency: %s; beyond that SGLang queues (a request waits for a free slot and for room in the pool). "
+        "concurrency: %s; beyond that SGLang queues them (a free slot and room in the pool admit the next). "
         "--max-running-requests %d: %s" % (_at_once(pool, target, running), running, why),
-        "headroom %.2f GiB per GPU: %.3f GiB request table, %s, %.2f GiB prefill activations at "
-        "--chunked-prefill-size %s (an estimate), %.2f GiB left"
+        "headroom %.2f GiB per GPU: request table %.3f, %s, prefill activations %.2f at --chunked-prefill-size %s "
+        "(an estimate), %.2f left"
         % (parts["headroom_gib"], parts["request_table_gib"], graphs, parts["activations_gib"],
            _fmt(parts["chunked_prefill_size"]), parts["left_gib"]),
         "speed: prefill and decode at full and short context are measured by the full proof (the report shows the "

@@ -187,7 +187,7 @@ def test_report_json_and_html(facts, tmp_path):
     assert page.tables["proof"]["short requests at once: time to the last answer (s)"] == "0.21"
     tradeoff = page_text[page_text.index('id="tradeoff"'):]
     assert "8 requests at once, up to %s tokens each (pool / 8)" % format(200229 // 8, ",") in tradeoff
-    assert "beyond that SGLang queues" in tradeoff and "instead: fp8_e4m3 KV" in tradeoff
+    assert "beyond that SGLang queues them" in tradeoff and "instead: fp8_e4m3 KV" in tradeoff
     assert "prefill 495,414.6 tokens/s over 60,002 prompt tokens" in tradeoff
     assert "8 of 8 answered with their own needle, the last after 0.21 s, 114.5 completion tokens/s" in tradeoff
 
