@@ -201,8 +201,9 @@ def plan_summary(servers, pictures, plans):
     lines, disagree = [], []
     for server in servers:
         plan, picture = server["facts"]["sglang_kv_plan_result"], drawn[server["key"]]
-        lines += ["%s: %s" % (server["title"], plan["explanation"]), "flags: " + " ".join(plan["args"]),
-                  "picture: " + picture["picture"]] + picture["lines"] + list(plan["assumptions"])
+        lines += ["%s: %s" % (server["title"], plan["explanation"]), "flags: " + " ".join(plan["args"])]
+        lines += ["trade-off: " + line for line in plan.get("tradeoff") or []]  # the seed's weighing, in its terms
+        lines += ["picture: " + picture["picture"]] + picture["lines"] + list(plan["assumptions"])
         bad = [b for b in picture["boots"] if b["agrees"] is False]
         if bad:
             disagree.append(

@@ -113,6 +113,15 @@ options:
         managers/tokenizer_manager.py).
     type: int
     default: 16
+  concurrent_requests:
+    description:
+      - For the full proof, after the long prompt, this many short needle prompts (a few hundred tokens each, each
+        with its own number) sent at once - the role passes the planned C(--max-running-requests). Every one must
+        be answered with its own number, or the proof fails. The time to the last answer and the aggregate decode
+        tokens/s are returned as RV(concurrency). At most 64 are sent; 0 (default) sends none. The check level
+        never sends them.
+    type: int
+    default: 0
   timeout:
     description: Seconds any one request may take in all, from connecting to its last byte (one deadline).
     type: int
@@ -258,8 +267,18 @@ decode:
   type: dict
   returned: always
   sample: {"tokens": 16, "tpot_ms": 41.3, "seconds": 0.62, "spec_verify_ct": 6, "accept_length": 2.67}
+concurrency:
+  description:
+    - The full proof's concurrent short prompts (I(concurrent_requests)) - C(requests) sent at once, C(answered)
+      with their own needle, C(seconds) to the last answer, C(completion_tokens) in all, C(decode_tokens_per_s)
+      (those tokens over those seconds), C(prompt_tokens) of each (the largest). Null for a check or when none
+      were asked.
+  type: dict
+  returned: always
+  sample: {"requests": 8, "answered": 8, "seconds": 1.9, "completion_tokens": 40, "decode_tokens_per_s": 21.1}
 checks:
-  description: Each check (ready, context, pool, prompt_tokens, answer), with whether it passed and what it saw.
+  description: Each check (ready, context, pool, prompt_tokens, answer, concurrency), with whether it passed and what
+    it saw.
   type: list
   elements: dict
   returned: always
@@ -299,6 +318,8 @@ NEEDLE_TAIL = ("\nQuestion: what is the secret number stated at the very beginni
                "Answer: the secret number is")
 TARGET_FILL = 0.98  # aim at 98% of the target, under what the server accepts
 TARGET_MIN = 0.95  # under 95% of the target counted by the server fails the proof
+CONCURRENT_MAX = 64  # the most short prompts the full proof sends at once (SGLang's unset default is 2,048)
+CONCURRENT_REPEATS = 24  # filler sentences in each concurrent prompt: a few hundred tokens
 
 
 class SmokeFailure(Exception):
@@ -567,7 +588,9 @@ def validate(params):
             ("wait_ready", 0, "give the seconds to wait for readiness; 0 checks once"),
             ("max_tokens", 1, "give the tokens the answer may take, e.g. 32"),
             ("decode_tokens", 8, "give the tokens to decode at the full context, e.g. 16 (the role's "
-             "sglang_proof_decode_tokens)")):
+             "sglang_proof_decode_tokens)"),
+            ("concurrent_requests", 0, "give the requests to send at once, e.g. the --max-running-requests planned; "
+             "0 sends none")):
         value = params.get(name)
         if value is not None and value < least:
             raise SmokeFailure("%s=%r must be at least %d: %s." % (name, value, least, hint))
@@ -932,11 +955,57 @@ def decode_at_context(client, prompt, tokens):
     return out
 
 
+# -- short requests side by side --------------------------------------------------------------------------
+def concurrent_prompts(client, model, count, max_tokens):
+    """`count` short needle prompts sent at once, each with its own number: {requests, answered, seconds (to the
+    last answer), completion_tokens, decode_tokens_per_s, prompt_tokens, check}. A server that serializes them
+    shows it in the seconds; one that mixes them up, or drops one, fails the check."""
+    draw = random.SystemRandom()
+    needles = draw.sample(range(1_000_000, 10_000_000), count)
+    answers = [None] * count
+
+    def one(index):
+        prompt = NEEDLE_HEAD % needles[index] + FOX_FILLER * CONCURRENT_REPEATS + NEEDLE_TAIL
+        try:
+            answers[index] = long_request(client, model, prompt, max_tokens, False)
+        except SmokeFailure as error:
+            answers[index] = error
+
+    start = time.monotonic()
+    threads = [threading.Thread(target=one, args=(i,), daemon=True) for i in range(count)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    seconds = time.monotonic() - start
+    wrong = []
+    tokens = prompt_tokens = 0
+    for index, needle in enumerate(needles):
+        answer = answers[index]
+        if not isinstance(answer, tuple):
+            wrong.append("%d: %s" % (needle, answer))
+            continue
+        text, usage = answer[0], answer[1]
+        tokens += int(usage.get("completion_tokens") or 0)
+        prompt_tokens = max(prompt_tokens, int(usage.get("prompt_tokens") or 0))
+        if not answer_matches(r"\b%d\b" % needle, text):
+            wrong.append("%d answered %r" % (needle, text))
+    answered = count - len(wrong)
+    detail = ("%d short prompts (%s tokens each) sent at once, %d answered with their own number; the last answer "
+              "after %.2f s, %s completion tokens/s in all" % (count, fmt(prompt_tokens), answered, seconds,
+                                                               fmt(int(tokens / seconds)) if seconds > 0 else "?"))
+    if wrong:
+        detail += "; wrong: " + "; ".join(wrong[:4]) + (" (and %d more)" % (len(wrong) - 4) if len(wrong) > 4 else "")
+    return {"requests": count, "answered": answered, "seconds": round(seconds, 3), "completion_tokens": tokens,
+            "decode_tokens_per_s": round(tokens / seconds, 1) if seconds > 0 else None, "prompt_tokens": prompt_tokens,
+            "check": {"name": "concurrency", "ok": not wrong, "detail": detail}}
+
+
 # -- the proof -------------------------------------------------------------------------------------------
 def run(params, result, progress=None):
     progress = progress or Progress(None)
     asked = validate(params)
-    result.update(level=params.get("level") or "full", escalated=None, decode=None)
+    result.update(level=params.get("level") or "full", escalated=None, decode=None, concurrency=None)
     if result["level"] == "check":
         client = Client(params["url"], params["api_key"], params["timeout"], params["validate_certs"])
         server = (Client(params["info_url"], params["api_key"], params["timeout"], params["validate_certs"])
@@ -946,7 +1015,8 @@ def run(params, result, progress=None):
         except CheckDifference as difference:
             kept = {k: result[k] for k in ("changed", "ok") if k in result}
             result.clear()
-            result.update(kept, checks=[], level="full", escalated="the check found %s" % difference, decode=None)
+            result.update(kept, checks=[], level="full", escalated="the check found %s" % difference, decode=None,
+                          concurrency=None)
     full_proof(params, result, progress, asked)
 
 
@@ -1012,6 +1082,11 @@ def full_proof(params, result, progress, asked):
     if answer_ok and size_ok:
         progress.stage("proof: decoding %d tokens at %s tokens of context" % (params["decode_tokens"], fmt(counted)))
         result["decode"] = decode_at_context(client, prompt, params["decode_tokens"])
+        count = min(params.get("concurrent_requests") or 0, CONCURRENT_MAX)
+        if count:
+            progress.stage("proof: %d short prompts at once" % count)
+            result["concurrency"] = concurrent_prompts(client, model, count, params["max_tokens"])
+            checks.append(result["concurrency"].pop("check"))
     failed = [c for c in checks if not c["ok"]]
     if failed:
         raise SmokeFailure("Smoke test failed: " + "; ".join(c["detail"] for c in failed))
@@ -1035,6 +1110,7 @@ def main():
             "expect_pool_tokens": {"type": "int", "no_log": False},
             "expect_context_length": {"type": "int"},
             "decode_tokens": {"type": "int", "default": 16, "no_log": False},
+            "concurrent_requests": {"type": "int", "default": 0},
             "timeout": {"type": "int", "default": 900},
             "wait_ready": {"type": "int", "default": 300},
             "model": {"type": "str"},
@@ -1046,7 +1122,7 @@ def main():
     )
     result = {"changed": False, "ok": False, "checks": [], "question": module.params["question"], "needle": None,
               "context_target": module.params["context_target"], "level": module.params["level"], "escalated": None,
-              "decode": None}
+              "decode": None, "concurrency": None}
     progress = Progress(module.params["progress_file"])
     try:
         run(module.params, result, progress)

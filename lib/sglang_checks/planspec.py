@@ -80,7 +80,9 @@ def spec(host, knobs, per_node, rank0_address, measured=None):
         limiting_node=server["limiting_node"],
         mm_feature_transport=mm_feature_transport(knobs),
         enable_dp_lm_head=bool(_extra_switch(knobs, ("enable_dp_lm_head",))),
-        lora_option=_extra_switch(knobs, ("enable_lora", "lora_paths")))
+        lora_option=_extra_switch(knobs, ("enable_lora", "lora_paths")),
+        chunked_prefill_size=chunked_prefill_size(knobs),
+        graph_gib=calibration.get("graph_gib"))
     return out, server, node
 
 
@@ -126,6 +128,17 @@ def mm_feature_transport(knobs):
     they are): the one extra option that changes the pool (lib/sglang_kvplan/memory.py mm_reserve_gib)."""
     table = flags.sglang_table(knobs.get("sglang_version") or "")
     return extra_args.option_value(table, knobs.get("sglang_extra_args"), "mm_feature_transport")
+
+
+def chunked_prefill_size(knobs):
+    """--chunked-prefill-size from sglang_extra_args, as a whole number (0 for SGLang's -1, chunking off); None when
+    unset or not a number (the release's default then applies; the launch itself refuses a bad value)."""
+    table = flags.sglang_table(knobs.get("sglang_version") or "")
+    value = extra_args.option_value(table, knobs.get("sglang_extra_args"), "chunked_prefill_size")
+    try:
+        return max(int(value), 0) if value is not None else None
+    except ValueError:
+        return None
 
 
 def plan(spec_, server):

@@ -19,14 +19,15 @@ def calibrate(raw_spec, boot):
     """`boot`: pre_load_avail_gib, post_load_avail_gib (the TARGET's, as logged), mem_fraction_static,
     pool_tokens; optionally max_total_tokens (the cap the boot ran with), the draft's 'Load weight begin/end'
     avail mem (draft_pre_load_avail_gib, draft_post_load_avail_gib; or their difference as draft_weights_gib)
-    and pool_end_avail_gib (free after the pool: the measured headroom).
+    and pool_end_avail_gib (free after the pool: the measured headroom) with after_graph_avail_gib (free after the
+    CUDA-graph capture: their difference is the graphs' graph_gib).
 
     The draft's weights are the drop across its load, clamped at 0: a real 0.5.2x boot logged 28.81 GB ->
     30.67 GB (`mem usage=-1.86 GB`), the target's loader temporaries freed while the draft loaded. The raw
     numbers are kept (draft_load_avail_gib) so the calibration still says what the log said.
 
     Returns {pre_load_avail_gib, post_load_avail_gib, logged_post_load_avail_gib, mem_fraction_static,
-    pool_tokens, pinned, [draft_weights_gib], [headroom_gib]} with A refined from an unpinned pool.
+    pool_tokens, pinned, [draft_weights_gib], [headroom_gib], [graph_gib]} with A refined from an unpinned pool.
     """
     spec = normalize_spec(dict(raw_spec, pre_load_avail_gib=None, post_load_avail_gib=None))
     try:
@@ -62,6 +63,10 @@ def calibrate(raw_spec, boot):
         result["draft_load_avail_gib"] = draft_raw
     if boot.get("pool_end_avail_gib") not in (None, ""):
         result["headroom_gib"] = round(_number(boot, "pool_end_avail_gib"), 6)
+        if boot.get("after_graph_avail_gib") not in (None, ""):
+            # What the CUDA-graph capture took: free after the pool less free after the capture (the planner's
+            # graph part of the headroom, concurrency.py), clamped at 0 against the logs' rounding.
+            result["graph_gib"] = round(max(result["headroom_gib"] - _number(boot, "after_graph_avail_gib"), 0.0), 6)
     return result
 
 

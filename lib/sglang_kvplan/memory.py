@@ -124,3 +124,54 @@ def forward(spec, fraction=None):
         raise KVPlanError("mem_fraction_static must be between 0 and 1, got %r." % (fraction,))
     pre, post, _, _ = memory(spec)
     return pool_tokens(pre, profile_post(spec, post), float(fraction), cell_bytes(spec), pool_page(spec))
+
+
+# -- what the headroom is for: the request table, the CUDA graphs, the prefill activations -------------------------
+REQ_TABLE_EXTRA = 4  # columns past the context: 0.5.23 mem_cache/allocation_sizing.py:105 (4 + draft tokens)
+GRAPH_MIB_PER_BATCH = 2  # SGLang's own decode-graph reserve per captured batch size (0.5.23 memory_hook.py:368)
+GRAPH_MAX_BS = 512  # the largest default decode-graph batch (0.5.23 memory_hook.py:90-170)
+ACTIVATION_BUFFERS = 8  # hidden-sized bf16 buffers one prefill chunk keeps alive at once (an estimate)
+
+
+def request_table_gib(running_per_gpu, context, draft_tokens=0):
+    """GiB of SGLang's request-to-token table on each GPU, outside the KV pool: a ReqToTokenPool of
+    (max_running_requests + 1) rows of (context_len + 4 + draft tokens) int32 (0.5.23 mem_cache/memory_pool.py:
+    399-408, `_alloc_size = size + 1`, torch.zeros(..., dtype=torch.int32); its row width
+    mem_cache/kv_cache_configurator.py:1771-1773 with allocation_sizing.py:96-116; its size, per DP worker,
+    kv_cache_configurator.py:3119-3140 resolve_max_num_reqs). It is built after the pool is sized, so it comes out
+    of the headroom and never shrinks the pool (sglang-memory.md section 2; the seed's three boots agree)."""
+    return (running_per_gpu + 1) * (context + REQ_TABLE_EXTRA + draft_tokens) * 4 / GIB
+
+
+def chunked_prefill_tokens(spec):
+    """The --chunked-prefill-size the server runs with: sglang_extra_args' value, else the release's default by
+    GPU memory (0.5.23 arg_groups/memory_hook.py:90-170, the tiers of 0.5.9 server_args.py
+    _handle_gpu_memory_settings): under 20 GiB 2,048, under 60 GiB 4,096, under 160 GiB 8,192, else 16,384;
+    4,096 when the GPU is not known (:171-178). 0 or less: chunking off, one prefill of up to
+    --max-prefill-tokens (16,384) at a time (memory_hook.py:306-307)."""
+    given = spec.get("chunked_prefill_size")
+    if given is not None:
+        return given if given > 0 else 16384
+    mib = spec["gpu_memory_mib"]
+    if mib is None:
+        return 4096
+    for below, tokens in ((20, 2048), (60, 4096), (160, 8192)):
+        if mib < below * MIB_PER_GIB:
+            return tokens
+    return 16384
+
+
+def activations_gib(spec, chunk):
+    """An ESTIMATE of the activations one prefill chunk needs per GPU: `chunk` tokens x hidden_size x 2 bytes (bf16)
+    x ACTIVATION_BUFFERS. SGLang's own reserve (512 MiB + 1.5 MiB per chunk token, memory_hook.py:309-310) only
+    sizes its default --mem-fraction-static; at 8,192 it is 12.5 GiB, while the seed's ct200 prefilled a 60k prompt
+    in chunks of 8,192 with 5.1 GiB reserved in all: the real need is far smaller, and the full proof measures it."""
+    hidden = text_config(spec["model_config"]).get("hidden_size") or 0
+    return chunk * int(hidden) * 2 * ACTIVATION_BUFFERS / GIB
+
+
+def graphs_estimate_gib(running_per_gpu):
+    """SGLang's own estimate of the decode CUDA graphs: 2 MiB per batch size, captured up to min(running, the
+    default max batch) (0.5.23 memory_hook.py:183-188 caps the batch at --max-running-requests, :368 the 2 MiB).
+    A boot measures the real figure (free memory before and after the capture), which replaces this."""
+    return min(running_per_gpu, GRAPH_MAX_BS) * GRAPH_MIB_PER_BATCH / MIB_PER_GIB

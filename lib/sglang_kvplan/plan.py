@@ -7,7 +7,8 @@
   --mem-fraction-static   the ceiling the profile may use: high enough that the profile reaches the
                           cap, and such that (1 - f) x P, what is left if it does not, is at most the
                           headroom asked for, never 0.99 or more;
-  --max-running-requests  concurrency: how many full-length requests the pool holds.
+  --max-running-requests  concurrency: how many requests decode at once, side by side in the shared pool
+                          (concurrency.py: at least the seed's 8, fewer when the headroom cannot afford them).
 
 Pool policies (`pool_policy`): 'target' pins the pool to the target (the default); 'max' pins it to
 the most the calibrated headroom allows (more concurrency, applied only from a calibration); 'fraction'
@@ -17,6 +18,7 @@ P and A are estimates).
 
 import math
 
+from . import concurrency
 from .memory import GIB, draft_weights, memory, mm_reserve_gib, pool_tokens, profile_post
 from .model import (
     cell_bytes,
@@ -31,7 +33,6 @@ from .server import dist_init_addr, parallel_args
 from .spec import KVPlanError, load_presets, normalize_spec
 
 FRACTION_LIMIT = 0.98  # never plan 0.99+: SGLang would keep nothing for itself if the profile fell short
-REQ_TABLE_SHARE = 0.5  # the request-to-token table may take at most this share of the headroom
 
 
 def _fmt(number):
@@ -125,12 +126,6 @@ def eagle_params(spec):
     if topk == 1 and steps:
         tokens = steps + 1
     return steps, topk, tokens or 0
-
-
-def _default_running_requests(spec, pool, target):
-    attn_dp = spec["dp_size"] if spec["enable_dp_attention"] else 1
-    per_group = max(1, min(pool // target, pool // 2))
-    return per_group * attn_dp
 
 
 def _beyond_native_window(spec):
@@ -294,8 +289,11 @@ def plan(raw_spec):
                            "sglang_version %s, as asked; check the first boot's pool against the plan"
                            % (spec["pool_rules"], release, spec["version"] or "(unset)"))
 
-    running = spec["max_running_requests"] or _default_running_requests(spec, pool, target)
-    _check_request_table(spec, running, target, budget.headroom(pool))
+    left = budget.headroom(pool)
+    draft_tokens = _draft_extra_tokens(spec)
+    running, running_why = concurrency.running_requests(spec, pool, left, draft_tokens)
+    per_table = max(running // concurrency.attn_dp(spec), 1)
+    parts = concurrency.headroom_parts(spec, per_table, left, draft_tokens)
     args = parallel_args(spec) + ["--context-length", str(target)]
     if cap is not None:
         args += ["--max-total-tokens", str(cap)]
@@ -309,13 +307,16 @@ def plan(raw_spec):
         basis = "calibrated (P %.3f GiB, A %.3f GiB)" % (pre, post)
     else:
         basis = "estimated (P %.2f GiB, A %.2f GiB)" % (pre, post)
-    left = budget.headroom(pool)
     pinned_text = "pinned by --max-total-tokens %s, " % _fmt(cap) if cap is not None else ""
     result = {
         "context_length": target,
         "mem_fraction_static": fraction,
         "max_total_tokens": cap,
         "max_running_requests": running,
+        "running_requests_reason": running_why,
+        "headroom_parts": parts,
+        "tradeoff": concurrency.tradeoff(spec, pool, per_table, running_why, parts, concurrency.alternatives(
+            spec, Budget, budget, pool, target, headroom_min, pre)),
         "predicted_pool_tokens": pool,
         "required_pool_tokens": required,
         "headroom_gib": round(left, 3),
@@ -363,17 +364,6 @@ def node_args(spec):
     if spec["dist_timeout"] is not None:
         args += ["--dist-timeout", str(spec["dist_timeout"])]
     return args
-
-
-def _check_request_table(spec, running, target, headroom):
-    """SGLang's request-to-token table is (running + 1) x (context + 4) int32s, outside the pool."""
-    table_gib = (running + 1) * (target + 4) * 4 / GIB
-    if table_gib > REQ_TABLE_SHARE * headroom:
-        raise KVPlanError("sglang_max_running_requests: %s requests at context %s need a %.2f GiB request table "
-                          "per GPU outside the KV pool, more than half the %.2f GiB headroom. Use at most %s (or "
-                          "leave it empty: as many full-length requests as the pool holds)."
-                          % (_fmt(running), _fmt(target), table_gib, headroom,
-                             _fmt(max(1, int(REQ_TABLE_SHARE * headroom * GIB / ((target + 4) * 4)) - 1))))
 
 
 def speculative_args(spec):

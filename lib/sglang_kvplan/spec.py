@@ -71,6 +71,10 @@ _KEYS = {
     # The sglang_extra_args item that turns LoRA serving on (--enable-lora, --lora-paths), refused: its buffers
     # are allocated before the pool and not modelled.
     "lora_option": ("str_or_none", None),
+    # What the headroom is for (concurrency.py): --chunked-prefill-size from sglang_extra_args (0: chunking off),
+    # and the CUDA graphs' GiB a boot measured (the calibration's graph_gib).
+    "chunked_prefill_size": ("nonneg_int", None),
+    "graph_gib": ("nonneg_float", None),
 }
 
 # Keys normalize_spec adds (the release's rules, resolved once per plan); a normalised spec may be normalised again.
@@ -84,6 +88,8 @@ _DERIVED = {
     "mm_feature_transport": "--mm-feature-transport in sglang_extra_args",
     "enable_dp_lm_head": "--enable-dp-lm-head in sglang_extra_args",
     "lora_option": "--enable-lora or --lora-paths in sglang_extra_args",
+    "chunked_prefill_size": "--chunked-prefill-size in sglang_extra_args",
+    "graph_gib": "sglang_calibration's graph_gib, measured by a boot",
 }
 
 

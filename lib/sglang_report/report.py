@@ -78,7 +78,7 @@ def _difference(now, before):
 
 
 LAST_FULL_PROOF = ("full_at", "pool_tokens", "context_length", "prompt_tokens", "elapsed_s", "prefill_tokens_per_s",
-                   "decode")
+                   "decode", "concurrency")
 RESTORED_FLAGS = {"tp_size": "--tp-size", "pp_size": "--pp-size", "dp_size": "--dp-size",
                   "context_target": "--context-length", "mem_fraction_static": "--mem-fraction-static",
                   "max_total_tokens": "--max-total-tokens"}
@@ -152,7 +152,7 @@ def build_report(facts, generated_at, previous=None, previous_path=None):
                 "context_length", "mem_fraction_static", "max_running_requests", "max_total_tokens",
                 "predicted_pool_tokens", "required_pool_tokens", "headroom_gib", "kv_bytes_per_token",
                 "kv_cache_gib", "calibrated", "pre_load_avail_gib", "post_load_avail_gib", "args",
-                "explanation", "assumptions")},
+                "explanation", "assumptions", "running_requests_reason", "headroom_parts", "tradeoff")},
         },
         "restored": ({k: (facts.get("restored") or {}).get(k) for k in ("name", "plan", "calibrated", "created_at")}
                      if facts.get("restored") else None),
@@ -168,7 +168,7 @@ def build_report(facts, generated_at, previous=None, previous_path=None):
         "proof": {k: smoke.get(k) for k in (
             "ok", "pool_tokens", "context_length", "max_req_input_len", "prompt_tokens", "completion_tokens",
             "completion", "elapsed_s", "ttft_s", "prefill_tokens_per_s", "checks", "msg", "level", "escalated",
-            "decode")},
+            "decode", "concurrency")},
         "last_full_proof": {k: record.get(k) for k in LAST_FULL_PROOF} if record else None,
         "measured_boots": measured_boots(facts),
         "previous": None,
@@ -192,6 +192,26 @@ def build_report(facts, generated_at, previous=None, previous_path=None):
                                                _get(previous, "plan", "mem_fraction_static")),
         }
     return report
+
+
+def measured_tradeoff(report):
+    """The trade-off's speed, from this run's full proof, else the last full proof: prefill at the target, decode per
+    token at the full context, and the short requests sent at once (time to the last answer, tokens/s in all)."""
+    this_run = report["proof"].get("level") != "check" and report["proof"].get("prompt_tokens")
+    proof = report["proof"] if this_run else (report.get("last_full_proof") or {})
+    if not proof:
+        return ["speed: no full proof yet"]
+    decode, together = proof.get("decode") or {}, proof.get("concurrency") or {}
+    lines = ["speed (the %s): prefill %s tokens/s over %s prompt tokens; decode %s ms per token at the full context"
+             % ("full proof of this run" if proof is report["proof"] else "last full proof, %s"
+                % _fmt(proof.get("full_at")), _fmt(proof.get("prefill_tokens_per_s")),
+                _fmt(proof.get("prompt_tokens")), _fmt(decode.get("tpot_ms")))]
+    if together:
+        lines.append("short requests at once: %s of %s answered with their own needle, the last after %s s, %s "
+                     "completion tokens/s in all" % (_fmt(together.get("answered")), _fmt(together.get("requests")),
+                                                     _fmt(together.get("seconds")),
+                                                     _fmt(together.get("decode_tokens_per_s"))))
+    return lines
 
 
 def picture(facts, title):
@@ -277,6 +297,10 @@ def render_html(report, png):
             ("KV bytes per token", plan.get("kv_bytes_per_token")),
             ("flags", " ".join(plan.get("args") or []) or None)]),
         "<ul>%s</ul>" % "".join("<li>%s</li>" % html.escape(a) for a in plan.get("assumptions") or []),
+        # The seed's weighing: what the server serves, what concurrency and the headroom cost, what else fits.
+        "<h2>Trade-off</h2><ul id=\"tradeoff\">%s</ul>" % "".join(
+            "<li>%s</li>" % html.escape(line) for line in
+            [line for line in plan.get("tradeoff") or [] if not line.startswith("speed:")] + measured_tradeoff(report)),
         "<h2>Boot</h2><table id=\"boot\">%s</table>" % _rows([
             ("P logged (GiB)", boot.get("pre_load_avail_gib")), ("A logged (GiB)", boot.get("post_load_avail_gib")),
             ("pool allocated (tokens)", boot.get("pool_tokens")), ("context", boot.get("context_len")),
@@ -298,6 +322,12 @@ def render_html(report, png):
             ("decode (tokens)", decode.get("tokens")),
             ("decode (ms per token, at the full context)", decode.get("tpot_ms")),
             ("accept length (completion tokens / spec_verify_ct)", decode.get("accept_length")),
+            ("short requests at once (answered / sent)", "%s / %s" % (
+                _fmt((proof.get("concurrency") or {}).get("answered")),
+                _fmt((proof.get("concurrency") or {}).get("requests"))) if proof.get("concurrency") else None),
+            ("short requests at once: time to the last answer (s)", (proof.get("concurrency") or {}).get("seconds")),
+            ("short requests at once: decode (tokens/s in all)",
+             (proof.get("concurrency") or {}).get("decode_tokens_per_s")),
             ("last full proof: prefill (tokens/s)", last.get("prefill_tokens_per_s")),
             ("last full proof: decode (ms per token)", (last.get("decode") or {}).get("tpot_ms"))]),
         "<ul id=\"checks\">%s</ul>" % checks,

@@ -124,7 +124,8 @@ def proof_record(live, smoke, at=None):
             "context_target": live.get("context_target"), "pool_tokens": smoke.get("pool_tokens"),
             "context_length": smoke.get("context_length"), "prompt_tokens": smoke.get("prompt_tokens"),
             "elapsed_s": smoke.get("elapsed_s"), "prefill_tokens_per_s": smoke.get("prefill_tokens_per_s"),
-            "decode": smoke.get("decode"), "full_at": at or datetime.now(UTC).isoformat(timespec="seconds")}
+            "decode": smoke.get("decode"), "concurrency": smoke.get("concurrency"),
+            "full_at": at or datetime.now(UTC).isoformat(timespec="seconds")}
 
 
 def serving_process(show_lines, record=None):

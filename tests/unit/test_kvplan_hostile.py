@@ -18,7 +18,7 @@ SPEC_KEYS = ["tp_size", "pp_size", "dp_size", "enable_dp_attention", "kv_cache_d
              "gpu_memory_mib", "gpu_compute_capability", "weights_gib_per_gpu", "checkpoint_gib",
              "preload_overhead_gib", "context_target", "max_running_requests", "min_headroom_gib",
              "uncalibrated_margin", "nnodes", "node_rank", "dist_init_host", "dist_init_port", "dist_timeout",
-             "limiting_node", "speculative", "model", "model_config"]
+             "limiting_node", "speculative", "model", "model_config", "chunked_prefill_size", "graph_gib"]
 CONFIG_KEYS = ["num_hidden_layers", "num_attention_heads", "num_key_value_heads", "head_dim", "v_head_dim",
                "hidden_size", "max_position_embeddings", "kv_lora_rank", "qk_rope_head_dim", "torch_dtype",
                "quantization_config", "text_config", "architectures", "num_nextn_predict_layers",

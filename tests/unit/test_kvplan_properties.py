@@ -107,8 +107,22 @@ def test_default_running_requests_fit_the_pool(model, pre_gib, share, dp):
         assume("does not fit" not in str(error))
         raise
     per_group = plan["max_running_requests"] // dp
+    pool, parts = plan["predicted_pool_tokens"], plan["headroom_parts"]
     assert per_group >= 1
-    assert per_group == max(1, min(plan["predicted_pool_tokens"] // 4096, plan["predicted_pool_tokens"] // 2))
+    # As many full-length requests as the pool holds, at least the seed's 8, at most SGLang's pool // 2 ...
+    wanted = min(max(pool // 4096, 8), max(pool // 2, 1))
+    # ... unless the headroom less the activations cannot afford the table ((n + 1) x (4,096 + 4) int32) and the
+    # graphs (2 MiB per batch): then the most it affords, and the reason says so.
+    budget = plan["headroom_gib"] - parts["activations_gib"]
+
+    def cost(n):
+        return (n + 1) * (4096 + 4) * 4 / 2**30 + n * 2 / 1024
+
+    if cost(wanted) <= budget - 1e-3:
+        assert per_group == wanted
+    else:
+        assert per_group < wanted and "affords" in plan["running_requests_reason"]
+        assert per_group == 1 or cost(per_group) <= budget + 1e-3
 
 
 def test_zero_pool_when_weights_leave_nothing():

@@ -158,8 +158,9 @@ def test_report_json_and_html(facts, tmp_path):
     assert report["plan"]["predicted_pool_tokens"] == 200229
     assert report["plan"]["pre_load_avail_gib"] == 85.33 and report["plan"]["post_load_avail_gib"] == 19.419
     assert report["plan"]["calibration_source"].startswith("this run's first boot")
+    # the pool (200,229) holds one 200k request; the headroom affords the seed's 8 side by side
     assert report["plan"]["args"][:6] == ["--context-length", "200000", "--mem-fraction-static", "0.926",
-                                          "--max-running-requests", "1"]
+                                          "--max-running-requests", "8"]
     assert report["boot"]["pool_tokens"] == 200229 and report["boot_wait_s"] == 42.3
     assert report["calibration"]["pool_tokens"] == 151987
     assert report["restarts"] == {"starts": 2, "corrective": 1}
@@ -182,6 +183,13 @@ def test_report_json_and_html(facts, tmp_path):
     assert page.tables["proof"]["prefill (tokens/s)"] == "495,414.6"
     assert page.tables["proof"]["answer"] == "Dog."
     assert page.tables["calibration"]["pool_tokens"] == "151,987"
+    assert page.tables["proof"]["short requests at once (answered / sent)"] == "8 / 8"
+    assert page.tables["proof"]["short requests at once: time to the last answer (s)"] == "0.21"
+    tradeoff = page_text[page_text.index('id="tradeoff"'):]
+    assert "8 requests at once, up to %s tokens each (pool / 8)" % format(200229 // 8, ",") in tradeoff
+    assert "beyond that SGLang queues them" in tradeoff and "instead: fp8_e4m3 KV" in tradeoff
+    assert "prefill 495,414.6 tokens/s over 60,002 prompt tokens" in tradeoff
+    assert "8 of 8 answered with their own needle, the last after 0.21 s, 114.5 completion tokens/s" in tradeoff
 
     (image,) = page.images
     head, _, payload = image["src"].partition(",")

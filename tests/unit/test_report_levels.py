@@ -8,7 +8,7 @@ import os
 from html.parser import HTMLParser
 
 import pytest
-from sglang_report.report import build_report, write_run_report
+from sglang_report.report import build_report, measured_tradeoff, write_run_report
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 DECODE = {"tokens": 16, "tpot_ms": 41.3, "seconds": 0.66, "cached_tokens": 196000, "prompt_tokens": 196004,
@@ -157,3 +157,16 @@ def test_a_rollback_names_the_restored_plan_and_its_calibration(tmp_path):
     assert report["plan"]["explanation"] == "target 200,000 -> pool 200,064 tokens"
     assert report["plan"]["calibration_source"] == "the restored state 20261128T065500000000Z (calibrated)"
     assert parsed.tables["plan"]["tp / pp / dp"] == "8 / 1 / 1"
+
+
+def test_a_checks_trade_off_shows_the_last_full_proofs_speed_and_concurrency(facts):
+    facts = check_run(facts)
+    together = {"requests": 8, "answered": 8, "seconds": 1.9, "completion_tokens": 40, "decode_tokens_per_s": 21.1}
+    facts["sglang_proof_record"] = dict(RECORD, concurrency=together)
+    report = build_report(facts, "2026-11-30T09:00:00+00:00")
+    assert report["last_full_proof"]["concurrency"] == together
+    lines = measured_tradeoff(report)
+    assert lines[0].startswith("speed (the last full proof, 2026-11-28T07:00:00+00:00): prefill 20,000.4 tokens/s")
+    assert "decode 41.3 ms per token at the full context" in lines[0]
+    assert lines[1] == ("short requests at once: 8 of 8 answered with their own needle, the last after 1.9 s, 21.1 "
+                        "completion tokens/s in all")

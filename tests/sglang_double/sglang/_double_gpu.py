@@ -36,6 +36,7 @@ it). Every key, with its default:
                                        "not_enough_memory"  the release's own pool error, whatever the numbers
                                        "hang_at_load"       stops logging after 'Load weight begin' (timeouts)
                                        "crash"              serves, then dies fault_after_seconds after ready
+                                       "wrong_when_batched" answers " Unknown." to a request decoded beside another
   fault_after_seconds      0.0       for "crash"
 """
 
@@ -66,7 +67,7 @@ DEFAULTS = {
     "fault": None,
     "fault_after_seconds": 0.0,
 }
-FAULTS = (None, "cuda_oom_at_load", "not_enough_memory", "hang_at_load", "crash")
+FAULTS = (None, "cuda_oom_at_load", "not_enough_memory", "hang_at_load", "crash", "wrong_when_batched")
 
 
 def load_gpu():

@@ -9,6 +9,7 @@ import uuid
 from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+from sglang._double_scheduler import Admission
 from sglang._double_tokenizer import pieces, tokenize
 
 ANIMALS = ("dog", "fox", "cat", "cow", "horse", "mouse", "bird", "fish", "sheep", "wolf", "bear", "lion")
@@ -47,8 +48,9 @@ class Server:
         self.ready = False
         self.model_name = args.served_model_name or args.model_path
         self.new_api = gpu.get("api", "new") != "old"
-        self.running = 0  # requests between arrival and answer (the scheduler's running batch)
         self.running_lock = threading.Lock()
+        # at most --max-running-requests decode at once, each only when the pool has room (_double_scheduler.py)
+        self.admission = Admission(state.get("max_running_requests"), state["max_total_num_tokens"])
         # /metrics counters (0.5.23 observability/metrics_collector.py: sglang:prompt_tokens_total and
         # sglang:generation_tokens_total, counted per finished request; /health_generate passes
         # log_metrics=False and is not counted)
@@ -74,22 +76,31 @@ class Server:
         total = self.state["max_total_num_tokens"]
         return {"timestamp": datetime.now(UTC).isoformat(), "version": self.state["version"],
                 "accelerator": None, "num_accelerators": self.args.tp_size * self.args.pp_size,
-                "loads": [{"timestamp": time.time(), "dp_rank": 0, "num_running_reqs": self.running,
-                           "num_waiting_reqs": 0, "num_waiting_uncached_tokens": 0, "num_used_tokens": 0,
+                "loads": [{"timestamp": time.time(), "dp_rank": 0, "num_running_reqs": self.admission.running,
+                           "num_waiting_reqs": self.admission.waiting(), "num_waiting_uncached_tokens": 0,
+                           "num_used_tokens": 0,
                            "num_total_tokens": total, "num_active_tokens": total, "num_prealloc_ready_tokens": 0,
                            "max_total_num_tokens": total, "max_running_requests": self.args.max_running_requests or 0,
                            "token_usage": 0.0, "gen_throughput": 0.0, "cache_hit_rate": 0.0, "utilization": 0.0,
                            "total_prefill_uncached_tokens": 0, "total_prefill_busy_us": 0}]}
 
-    def generate(self, prompt, max_new_tokens, ignore_eos=False, log_metrics=True, stream=False):
-        """(prompt tokens, output pieces, finish reason, decode seconds per token); stream: the caller paces decode."""
-        with self.running_lock:
-            self.running += 1
+    def generate(self, prompt, max_new_tokens, ignore_eos=False, log_metrics=True, decode=None):
+        """(prompt tokens, output pieces, finish reason, decode seconds per token). Validated first, then admitted
+        (a slot and room in the pool, else it waits), prefilled and decoded while admitted; `decode(n, out, finish,
+        step)` paces a streamed answer inside the admission (default: sleep the decode)."""
+        n, out, finish, step = self._generate(prompt, max_new_tokens, ignore_eos)
+        tokens = self.admission.tokens_for(n, max_new_tokens)
+        self.admission.admit(tokens)
+        if self.gpu.get("fault") == "wrong_when_batched" and self.admission.running > 1:
+            out = pieces(" Unknown.")[:max_new_tokens]  # a batching fault to inject: a neighbour garbles the answer
         try:
-            n, out, finish, step = self._generate(prompt, max_new_tokens, ignore_eos, stream)
+            time.sleep(n / float(self.gpu["prefill_tokens_per_s"]))
+            if decode is None:
+                time.sleep(len(out) * step)
+            else:
+                decode(n, out, finish, step)
         finally:
-            with self.running_lock:
-                self.running -= 1
+            self.admission.release(tokens)
         if log_metrics:
             with self.running_lock:
                 self.prompt_tokens_total += n
@@ -125,8 +136,8 @@ class Server:
                 "# TYPE sglang:generation_tokens_total counter\nsglang:generation_tokens_total%s %.1f\n"
                 % (labels, self.prompt_tokens_total, labels, self.generation_tokens_total)).encode()
 
-    def _generate(self, prompt, max_new_tokens, ignore_eos=False, stream=False):
-        """Validate as TokenizerManager and Scheduler do, 'prefill' at the simulated speed, answer."""
+    def _generate(self, prompt, max_new_tokens, ignore_eos=False):
+        """Validate as TokenizerManager and Scheduler do, and answer (generate() spends the simulated time)."""
         ids = prompt if isinstance(prompt, list) else tokenize(prompt)
         n, ctx = len(ids), self.state["context_len"]
         # TokenizerManager._validate_one_request (0.5.9 managers/tokenizer_manager.py:755-803, 0.5.23:1325-1378):
@@ -149,7 +160,6 @@ class Server:
         if n >= limit:
             raise Aborted("Input length (%d tokens) exceeds the maximum allowed length (%d tokens). Use a shorter "
                           "input or enable --allow-auto-truncate." % (n, limit))
-        time.sleep(n / float(self.gpu["prefill_tokens_per_s"]))
         text = "" if isinstance(prompt, list) else prompt
         if self.gpu.get("visible_tokens"):  # a server that silently drops early context (a fault to inject)
             text = "".join(pieces(text)[-int(self.gpu["visible_tokens"]):])
@@ -157,8 +167,6 @@ class Server:
         if ignore_eos:  # sampling_params.ignore_eos: SGLang decodes up to max_new_tokens past the end of the answer
             out += [" and"] * (max_new_tokens - len(out))
         step = self.decode_step(n)
-        if not stream:
-            time.sleep(len(out) * step)
         finish = "stop" if len(out) < max_new_tokens else "length"
         return n, out, finish, step
 
@@ -270,10 +278,26 @@ class Handler(BaseHTTPRequestHandler):
         cumulative (0.5.23 entrypoints/http_server.py generate_request), then "data: [DONE]"."""
         app, params = self.app, body.get("sampling_params") or {}
         stream = bool(body.get("stream"))
+        rid = uuid.uuid4().hex
+
+        def event(n, out, finish, count, done):
+            meta = {"id": rid, "finish_reason": {"type": finish} if done else None, "prompt_tokens": n,
+                    "completion_tokens": count, "cached_tokens": 0}
+            if done:
+                meta.update(app.spec_meta(count))
+            text = "".join(out[:count])
+            return {"text": text, "output_ids": tokenize(text, False), "meta_info": meta}
+
+        def paced(n, out, finish, step):  # streamed while the request is admitted: one event per decode step
+            self._start_stream()
+            for count in range(1, len(out) + 1):
+                time.sleep(step)
+                self._event(event(n, out, finish, count, count == len(out)))
+            self._end_stream()
         try:
             n, out, finish, step = app.generate(body.get("input_ids") or body.get("text", ""),
                                                 params.get("max_new_tokens", 128), bool(params.get("ignore_eos")),
-                                                stream=stream)
+                                                decode=paced if stream else None)
         except Aborted as error:
             if not stream:  # the tokenizer raises the abort as a ValueError (0.5.23 tokenizer_manager.py:1916-1918)
                 return self._send(400, {"error": {"message": str(error)}})
@@ -296,22 +320,8 @@ class Handler(BaseHTTPRequestHandler):
             self._start_stream()
             self._event({"error": error_body})
             return self._end_stream()
-        rid = uuid.uuid4().hex
-
-        def event(count, done):
-            meta = {"id": rid, "finish_reason": {"type": finish} if done else None, "prompt_tokens": n,
-                    "completion_tokens": count, "cached_tokens": 0}
-            if done:
-                meta.update(app.spec_meta(count))
-            text = "".join(out[:count])
-            return {"text": text, "output_ids": tokenize(text, False), "meta_info": meta}
         if not stream:
-            return self._send(200, event(len(out), True))
-        self._start_stream()
-        for count in range(1, len(out) + 1):
-            time.sleep(step)
-            self._event(event(count, count == len(out)))
-        self._end_stream()
+            return self._send(200, event(n, out, finish, len(out), True))
 
     def _completions(self, body):
         app = self.app
