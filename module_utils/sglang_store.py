@@ -268,10 +268,10 @@ class Store:
                              "%s may mix two states. Remove it, then restore one whole entry: playbooks/rollback.yml "
                              "-e sglang_rollback_to=<entry> (-e sglang_rollback_list=true lists them)."
                              % (path, getattr(error, "strerror", None) or error, ", ".join(self.files))) from None
-        targets = [journal.get(k) for k in ("to", "from")] if isinstance(journal, dict) else []
         entries = {e["name"]: e for e in self.entries()}
         why = []
-        for direction, target in zip(("forward", "back"), targets):
+        for direction, key in (("forward", "to"), ("back", "from")):
+            target = journal.get(key) if isinstance(journal, dict) else None
             entry = entries.get(target) if isinstance(target, str) else None
             if entry is None:
                 why.append("%s is not a readable entry" % (target,))

@@ -1,6 +1,7 @@
 """A restore killed with SIGKILL after each of its renames (issue 27): the next run of the module finishes it (or
 undoes it) before anything else, so the live files are exactly one entry's, by sha256, and no mix is ever stored as
-an entry. Real processes: the module runs as Ansible runs it, and the kernel kills it (tests/unit/kill_after_renames.py)."""
+an entry. Real processes: the module runs as Ansible runs it, and the kernel kills it
+(tests/unit/kill_after_renames.py)."""
 
 import hashlib
 import json
