@@ -1,0 +1,100 @@
+"""The check phase's day-2 rules (issue 27, probe day 2 N1, N2, N6, N7, #7, #13): folders that overlap, a misspelled
+secret, typos under any prefix, case or separators, "inf" for a whole-number knob, late refusals moved first."""
+
+import os
+
+import pytest
+import sglang_kvplan
+from sglang_checks import inputs, values
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+ROLES = inputs.roles_at(os.path.join(REPO, "roles"))
+
+
+def refusals(variables):
+    return inputs.host_refusals("ct200", variables, ["sglang_servers"], ROLES, sglang_kvplan.rules_for)
+
+
+@pytest.mark.parametrize("variables, one, other", [
+    ({"sglang_venv": "/opt/sglang"}, "sglang_venv", "sglang_runtimes_dir"),
+    ({"sglang_venv": "/opt/sglang/runtimes"}, "sglang_runtimes_dir", "sglang_venv"),
+    ({"sglang_runtimes_dir": "/opt/sglang/venv/runtimes"}, "sglang_venv", "sglang_runtimes_dir"),
+    ({"sglang_backup_dir": "/opt/sglang/runtimes"}, "sglang_backup_dir", "sglang_runtimes_dir"),
+    ({"sglang_backup_dir": "/var/lib/sglang/backups"}, "sglang_home", "sglang_backup_dir"),
+    ({"sglang_model_path": "/opt/sglang/runtimes/m"}, "sglang_runtimes_dir", "sglang_model_path"),
+    ({"sglang_home": "/srv/models/kimi-k2.6"}, "sglang_home", "sglang_model_path"),
+    ({"sglang_speculative": {"algorithm": "EAGLE3", "draft_model_path": "/srv/models/kimi-k2.6/draft"}},
+     "sglang_model_path", "sglang_speculative.draft_model_path"),
+])
+def test_overlapping_folders_are_refused_naming_both(variables, one, other):
+    found = [r for r in refusals(variables) if one in r and other in r]
+    assert found, refusals(variables)
+    assert found[0].startswith("ct200: ")
+
+
+def test_side_by_side_folders_and_weights_under_home_pass():
+    assert refusals({"sglang_model_path": "/var/lib/sglang/models/kimi", "sglang_backup_dir": "/srv/backups/sglang",
+                     "sglang_runtimes_dir": "/opt/sglang/runtimes", "sglang_venv": "/opt/sglang/venv"}) == []
+
+
+@pytest.mark.parametrize("name", ["sglang_api_kye", "sglang_apikey", "sglang_hf_tokn", "sglang_router_admin_key",
+                                  "sglang_router_admin_api_kye"])
+def test_a_misspelled_secret_is_never_echoed(name):
+    (refusal,) = refusals({name: "SEKRET-Typo-123"})
+    assert "SEKRET" not in refusal and "(a string, not shown)" in refusal and name in refusal
+
+
+def test_a_vaulted_value_is_never_echoed():
+    from ansible.parsing.vault import EncryptedString, VaultLib, VaultSecret
+
+    cipher = VaultLib([("default", VaultSecret(b"pw"))]).encrypt("VAULTED-Key-999", secret=VaultSecret(b"pw"))
+    value = EncryptedString(ciphertext=cipher.decode())
+    assert inputs.is_vaulted(value) and not inputs.is_vaulted("VAULTED-Key-999")
+    assert "VAULTED" not in inputs.shown("sglang_model_path", value)
+    (refusal,) = refusals({"sglang_api_kye": value})
+    assert "VAULTED" not in refusal
+
+
+@pytest.mark.parametrize("name, close", [
+    ("sglan_tp_size", "sglang_tp_size"), ("sglangtp_size", "sglang_tp_size"), ("SGLANG_TP_SIZE", "sglang_tp_size"),
+    ("Sglang_tp_size", "sglang_tp_size"), ("tp_size", "sglang_tp_size"), ("sglang-tp-size", "sglang_tp_size"),
+    ("nvidia_drivr_branch", "nvidia_driver_branch"), ("nvidiadriver_branch", "nvidia_driver_branch"),
+    ("prefligth_weights_free_gib", "preflight_weights_free_gib"), ("context_target", "sglang_context_target")])
+def test_typos_under_any_prefix_case_or_separators_are_refused(name, close):
+    assert inputs.is_checked_name(name, ROLES.known)
+    (refusal,) = refusals({name: 4})
+    assert "unknown variable %s" % name in refusal and "Did you mean %s" % close in refusal
+
+
+@pytest.mark.parametrize("name", ["port", "host", "user", "ansible_user", "node_exporter_port", "inventory_hostname",
+                                  "group_names", "my_cluster", "datacenter"])
+def test_the_operators_other_variables_are_not_taken_for_typos(name):
+    assert not inputs.is_checked_name(name, ROLES.known)
+
+
+@pytest.mark.parametrize("name", ["sglang_tp_size", "sglang_port", "sglang_context_target", "sglang_backup_keep",
+                                  "sglang_dist_timeout", "nvidia_driver_branch"])
+@pytest.mark.parametrize("bad", ["inf", "-inf", "nan", float("inf"), "1e999"])
+def test_inf_for_a_number_knob_names_the_variable(name, bad):
+    found = refusals({name: bad})
+    assert found and all(r.startswith("ct200: ") for r in found)
+    assert any(name in r for r in found), found
+
+
+@pytest.mark.parametrize("variables, words", [
+    ({"sglang_reprove_after_days": "nan"}, "sglang_reprove_after_days"),
+    ({"sglang_reprove_after_days": 1e308}, "sglang_reprove_after_days"),
+    ({"sglang_reprove_after_days": float("inf")}, "sglang_reprove_after_days"),
+    ({"sglang_kernel_wheels": [{"name": "k"}]}, "has no src"),
+    ({"sglang_kernel_sources": [{"ref": "v1"}]}, "has no repo"),
+    ({"sglang_version": "0.5.23 "}, "sglang_version is '0.5.23 '"),
+    ({"sglang_calibration": {"P": 85.3, "A": 19.4}}, "not exactly pre_load_avail_gib and post_load_avail_gib"),
+])
+def test_values_refused_after_the_host_changed_are_refused_first(variables, words):
+    found = refusals(variables)
+    assert any(words in r for r in found), found
+
+
+def test_a_whole_calibration_passes():
+    assert values.refusals("ct200", {"sglang_calibration": {"pre_load_avail_gib": 85.3,
+                                                            "post_load_avail_gib": 19.4}}) == []
