@@ -287,7 +287,7 @@ def host_refusals(host, variables, groups, roles, rules_for, with_values=True):
     reach (values.py; with_values False: a role that checks them itself, with its defaults) and the rules."""
     role_names = roles_of(groups)
     typed = spec_refusals(host, variables, roles, role_names)
-    refusals = unknown_variables(host, variables, roles) + typed
+    refusals = values.host_name_refusals(host) + unknown_variables(host, variables, roles) + typed
     if typed:
         return refusals
     if with_values and {"sglang", "sglang_router"} & set(role_names):

@@ -416,6 +416,21 @@ def folder_refusals(host, folders):
     return found
 
 
+# An inventory host name as the run report and the plan picture use it in a file name (reports/<host>...): an IP
+# address, IPv6 included, or a DNS name; never a / or a name made of dots alone.
+HOST_NAME = re.compile(r"^[A-Za-z0-9_:\[\]][A-Za-z0-9_.:\[\]-]{0,252}$")
+
+
+def host_name_refusals(host):
+    """The inventory host name names files on the controller (the run report, the plan picture): refused when it
+    could write outside reports/, as sglang_server_name is."""
+    if isinstance(host, str) and HOST_NAME.match(host) and ".." not in host:
+        return []
+    return ["%s: the inventory host name %s is not a plain host name (letters, digits, . _ : -, no / or ..): it names "
+            "the run report and the plan picture under reports/, and this one would write outside it. Rename the "
+            "host in the inventory (set its address with ansible_host)." % (show(host), show(host))]
+
+
 def _example(knob):
     return {"sglang_venv": "/opt/sglang/venv", "sglang_runtimes_dir": "/opt/sglang/runtimes",
             "sglang_backup_dir": "/var/backups/sglang", "sglang_home": "/var/lib/sglang",

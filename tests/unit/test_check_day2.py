@@ -98,3 +98,14 @@ def test_values_refused_after_the_host_changed_are_refused_first(variables, word
 def test_a_whole_calibration_passes():
     assert values.refusals("ct200", {"sglang_calibration": {"pre_load_avail_gib": 85.3,
                                                             "post_load_avail_gib": 19.4}}) == []
+
+
+@pytest.mark.parametrize("host", ["../../../tmp/evilhost", "a/b", "..", ".", "-x", "a..b"])
+def test_an_inventory_host_name_that_would_write_outside_reports_is_refused(host):
+    found = inputs.host_refusals(host, {}, ["sglang_servers"], ROLES, sglang_kvplan.rules_for)
+    assert any("inventory host name" in r for r in found), found
+
+
+@pytest.mark.parametrize("host", ["ct200", "gpu-1.example.net", "10.0.0.5", "fe80::1", "node_3"])
+def test_plain_inventory_host_names_pass(host):
+    assert values.host_name_refusals(host) == []
