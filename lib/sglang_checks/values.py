@@ -81,6 +81,7 @@ def speculative(value):
     if not isinstance(value, Mapping):
         raise Refusal("is not a mapping", "give {} (off) or {algorithm: ..., draft_model_path: ...}")
     for key, check in (("draft_model_path", owned_path), ("draft_model_hf_repo", optional(HF_REPO_CHECK)),
+                       ("draft_model", lambda v: text(v, "a preset name (lib/sglang_kvplan/model_presets.yml)")),
                        ("draft_model_hf_revision", optional(HF_REVISION_CHECK)),
                        ("num_steps", lambda v: integer(v, 1, 64, none_ok=True)),
                        ("eagle_topk", lambda v: integer(v, 1, 64, none_ok=True)),
@@ -260,6 +261,14 @@ def measured_boots(value):
                 or not isinstance(boot.get("setup", {}), Mapping):
             raise Refusal("holds %s, not {mem_fraction_static, pool_tokens[, setup: {...}]}" % show(boot),
                           "give each boot as {mem_fraction_static: 0.85, pool_tokens: 101134}")
+        from sglang_kvplan.spec import SPEC_KEYS
+
+        unknown = sorted(str(k) for k in boot.get("setup", {}) if k not in SPEC_KEYS)
+        if unknown:
+            raise Refusal("holds %s, whose setup names %s, which the planner does not know"
+                          % (show(boot), ", ".join(unknown)),
+                          "name the planner's keys the boot ran under, e.g. setup: {pool_rules: '0.5.9', "
+                          "kv_cache_dtype: auto, tp_size: 8, pp_size: 1}")
         try:
             real(boot["mem_fraction_static"], 0.01, 1)
             integer(boot["pool_tokens"], 0, 100_000_000)

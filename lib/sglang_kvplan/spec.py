@@ -67,6 +67,9 @@ _KEYS = {
     "mm_feature_transport": ("transport", None),
 }
 
+# The keys a spec (and a measured boot's `setup`) may hold.
+SPEC_KEYS = frozenset(_KEYS)
+
 # Keys normalize_spec adds (the release's rules, resolved once per plan); a normalised spec may be normalised again.
 _RESOLVED = ("_release", "_rules")
 

@@ -109,3 +109,22 @@ def test_an_inventory_host_name_that_would_write_outside_reports_is_refused(host
 @pytest.mark.parametrize("host", ["ct200", "gpu-1.example.net", "10.0.0.5", "fe80::1", "node_3"])
 def test_plain_inventory_host_names_pass(host):
     assert values.host_name_refusals(host) == []
+
+
+@pytest.mark.parametrize("variables, words", [
+    ({"sglang_speculative": {"algorithm": "EAGLE3", "draft_model": ["a"]}}, "draft_model ['a']"),
+    ({"sglang_speculative": {"algorithm": "EAGLE3", "draft_model": {"a": 1}}}, "draft_model {'a': 1}"),
+    ({"sglang_measured_boots": [{"mem_fraction_static": 0.85, "pool_tokens": 1, "setup": {"foo": 1}}]},
+     "whose setup names foo"),
+])
+def test_values_that_broke_the_planner_with_a_python_error_are_sentences(variables, words):
+    found = refusals(variables)
+    assert any(words in r for r in found), found
+
+
+def test_a_gqa_config_whose_hidden_size_is_below_its_head_count_is_a_sentence():
+    config = {k: v for k, v in sglang_kvplan.load_presets()["llama-3.1-8b"]["config"].items() if k != "head_dim"}
+    config["hidden_size"] = 16  # 32 heads: a head of no dimension
+    with pytest.raises(sglang_kvplan.KVPlanError, match="hidden_size 16 is smaller than num_attention_heads"):
+        sglang_kvplan.plan({"model": None, "model_config": config, "context_target": 50_000,
+                            "gpu_memory_mib": 97_887, "checkpoint_gib": 15.0})
