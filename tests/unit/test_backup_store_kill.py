@@ -65,6 +65,7 @@ def test_a_restore_killed_after_each_rename_leaves_one_whole_entry_after_the_nex
     assert rc == 0, out
     assert shas(files) == a_files  # rolled forward: exactly entry A's files
     assert out["current"] == a_name and out["name"] == a_name
+    assert next(e for e in out["entries"] if e["name"] == a_name)["proven"]  # one whole proven entry serves
     assert out["recovered"] == {"entry": a_name, "direction": "forward"}
     assert sorted(n for n in os.listdir(args["dir"]) if not n.startswith(".")) == entries_before  # no mix stored
     assert not out["interrupted_restore"]
