@@ -128,3 +128,19 @@ def test_a_gqa_config_whose_hidden_size_is_below_its_head_count_is_a_sentence():
     with pytest.raises(sglang_kvplan.KVPlanError, match="hidden_size 16 is smaller than num_attention_heads"):
         sglang_kvplan.plan({"model": None, "model_config": config, "context_target": 50_000,
                             "gpu_memory_mib": 97_887, "checkpoint_gib": 15.0})
+
+
+@pytest.mark.parametrize("change, words", [
+    ({"mem_fraction_static": 5}, "mem_fraction_static 5.0 is not in (0, 1]"),
+    ({"mem_fraction_static": float("nan")}, "mem_fraction_static nan"),
+    ({"pre_load_avail_gib": float("inf")}, "must be finite GiB"),
+    ({"post_load_avail_gib": 90.0}, "is above pre_load_avail_gib"),
+    ({"pool_tokens": -5}, "pool_tokens -5 is below 0"),
+    ({"max_total_tokens": "x"}, "max_total_tokens 'x' is not a whole number"),
+])
+def test_a_boot_sglang_cannot_log_is_refused_by_the_calibration_naming_it(change, words):
+    boot = dict({"pre_load_avail_gib": 85.334, "post_load_avail_gib": 19.419, "mem_fraction_static": 0.85,
+                 "pool_tokens": 101134}, **change)
+    with pytest.raises(sglang_kvplan.KVPlanError) as error:
+        sglang_kvplan.calibrate({"model": "kimi-k2.6", "tp_size": 8}, boot)
+    assert words in str(error.value)
