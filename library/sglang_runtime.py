@@ -195,6 +195,7 @@ skipped:
 
 import hashlib
 import json
+import math
 import os
 import re
 import shutil
@@ -482,7 +483,7 @@ def write_marker(runtimes_dir, name, manifest):
 
 
 def run_plan(module, p):
-    if p["min_free_gib"] < 0:
+    if not math.isfinite(p["min_free_gib"]) or p["min_free_gib"] < 0:
         raise RuntimeError_("sglang_runtime_min_free_gib is %s: give the free GiB a build needs, 0 or more "
                             "(e.g. 20)" % p["min_free_gib"])
     if not p["version"]:

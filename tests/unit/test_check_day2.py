@@ -144,3 +144,9 @@ def test_a_boot_sglang_cannot_log_is_refused_by_the_calibration_naming_it(change
     with pytest.raises(sglang_kvplan.KVPlanError) as error:
         sglang_kvplan.calibrate({"model": "kimi-k2.6", "tp_size": 8}, boot)
     assert words in str(error.value)
+
+
+@pytest.mark.parametrize("tp, pp", [("abc", None), (0, None), (-2, None), (8, 0), (True, None), (float("inf"), 1)])
+def test_a_server_node_placement_with_sizes_that_are_not_gpu_counts_is_a_sentence(tp, pp):
+    with pytest.raises(sglang_kvplan.KVPlanError, match="give a whole number of GPUs"):
+        sglang_kvplan.node_placement(["a", "b"], "a", tp, pp)

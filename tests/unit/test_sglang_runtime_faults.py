@@ -113,3 +113,11 @@ def test_a_kernel_without_its_source_is_a_sentence(tmp_path, field, value, said)
     out = run(tmp_path, dir=str(tmp_path / "runtimes"), version="0.5.23", python=sys.executable, min_free_gib=0,
               **{field: value})
     assert out["failed"] and said in out["msg"], out
+
+
+def test_a_min_free_that_is_not_a_number_is_refused_not_skipped(tmp_path):
+    import sys
+
+    out = run(tmp_path, dir=str(tmp_path / "runtimes"), version="0.5.23", python=sys.executable,
+              min_free_gib=float("nan"))
+    assert out["failed"] and "sglang_runtime_min_free_gib is nan" in out["msg"], out
