@@ -59,7 +59,7 @@ corrupt:
   elements: dict
   returned: always
 skipped:
-  description: Odd items the store did not make, each C(path) and C(problem) (empty: this module cleans nothing).
+  description: Odd items the store did not make, each C(path) and C(problem); empty here, as this module cleans nothing.
   type: list
   elements: dict
   returned: always

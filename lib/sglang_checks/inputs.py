@@ -150,8 +150,8 @@ def _misspelling(name, known):
 
 def is_checked_name(name, known):
     """Whether the check phase reads this host variable: a role-prefixed name, or the misspelling of a known one."""
-    if not isinstance(name, str) or name in ANSIBLE_NAMES or name.startswith("ansible_"):
-        return False
+    if not isinstance(name, str) or name in ANSIBLE_NAMES or name.startswith(("ansible_", "_")):
+        return False  # Ansible's names, and private ones (_sglang_*: a role's or a test play's own facts)
     return name.startswith(PREFIXES) or misspelling_of(name, known) is not None
 
 

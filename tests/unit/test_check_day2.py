@@ -67,7 +67,7 @@ def test_typos_under_any_prefix_case_or_separators_are_refused(name, close):
 
 
 @pytest.mark.parametrize("name", ["port", "host", "user", "ansible_user", "node_exporter_port", "inventory_hostname",
-                                  "group_names", "my_cluster", "datacenter"])
+                                  "group_names", "my_cluster", "datacenter", "_sglang_router_etc", "_sglang_plan"])
 def test_the_operators_other_variables_are_not_taken_for_typos(name):
     assert not inputs.is_checked_name(name, ROLES.known)
 
