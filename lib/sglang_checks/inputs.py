@@ -115,8 +115,19 @@ def shown(name, value):
 
 def kind_of(value):
     """What a refusal says of a value it does not show: its type (an unknown name may be a misspelled secret)."""
-    name = "string" if isinstance(value, str) else type(value).__name__
-    return ("an %s" if name[0] in "aeiou" else "a %s") % name
+    from collections.abc import Mapping, Sequence
+
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, Mapping):
+        return "a mapping"
+    if isinstance(value, Sequence):
+        return "a list"
+    return "null" if value is None else "a %s" % type(value).__name__
 
 
 def _normal(name):
