@@ -328,6 +328,8 @@ def manifest_problem(runtimes_dir, name, manifest):
     inside = os.path.normpath(path) == os.path.normpath(os.path.join(runtimes_dir, name))
     if not inside and not (manifest.get("adopted") is True and not under(path, runtimes_dir)):
         return "its path %s is neither %s nor an adopted virtualenv" % (path, os.path.join(runtimes_dir, name))
+    if os.path.islink(path.rstrip("/")):
+        return "its folder %s is a symbolic link, not a runtime this module built" % path
     versions = manifest.get("versions", {})
     if not isinstance(versions, dict) or not all(isinstance(v, str) or v is None for v in versions.values()):
         return "its versions are not {distribution: version}"
@@ -489,6 +491,11 @@ def run_plan(module, p):
     if not p["version"]:
         raise RuntimeError_("sglang_version is empty: name the SGLang release the runtime holds")
     runtime_name(p["version"], "0" * 12)  # refused before anything is read or removed
+    for what, item in [("sglang_package", p["package"])] + [("sglang_extras", e) for e in p["extras"]]:
+        if item and (item.startswith("-") or any(c.isspace() for c in item)):
+            raise RuntimeError_("%s holds %r: pip would read it as an option (an --index-url, a -r file), not a "
+                                "requirement. Give a version pin, a URL or a wheel; set pip's index in pip.conf."
+                                % (what, item))
     check_kernels(p["kernel_wheels"], p["kernel_sources"])
     python = python_identity(module, p["python"])
     if python is None:

@@ -171,7 +171,7 @@ def _checks(variables):
         "sglang_uncalibrated_margin": lambda v: real(v, 0, 1),
         "sglang_serial": serial, "sglang_calibration": calibration, "sglang_measured_boots": measured_boots,
         "sglang_nodes": nodes,
-        "sglang_version": release,
+        "sglang_version": release, "sglang_package": package_source, "sglang_extras": extras,
         "sglang_kernel_wheels": kernel_wheels, "sglang_kernel_sources": kernel_sources,
         # days as a timedelta takes them: a finite number, at most 100 years (nan/inf/1e308 fail prove.yml)
         "sglang_reprove_after_days": lambda v: real(v, 0, 36_500),
@@ -296,6 +296,23 @@ def _kernels(value, needed, example):
             if isinstance(item.get(key), str) and item[key] != item[key].strip():
                 raise Refusal("has %s %r, with a space at an end" % (key, item[key]), "remove the space", item=item)
         _no_control_anywhere(item)
+
+
+def package_source(value):
+    """sglang_package: empty (the index), a requirement, a URL or a controller-side wheel; never a pip option."""
+    if value in ("", None):
+        return
+    text(value, "a requirement, a URL or a wheel")
+    if value.startswith("-") or any(char.isspace() for char in value):
+        raise Refusal("would reach pip as an option or several words (an --index-url, a -r file), not one "
+                      "requirement", "give a URL, a wheel or a requirement such as sglang==0.5.23; set pip's index in "
+                      "pip.conf")
+
+
+def extras(value):
+    if not isinstance(value, list) or not all(isinstance(e, str) and re.match(r"^[A-Za-z0-9][A-Za-z0-9._-]*$", e)
+                                              for e in value):
+        raise Refusal("is not a list of extra names", "give names such as [all] or []")
 
 
 def release(value):

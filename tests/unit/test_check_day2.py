@@ -150,3 +150,12 @@ def test_a_boot_sglang_cannot_log_is_refused_by_the_calibration_naming_it(change
 def test_a_server_node_placement_with_sizes_that_are_not_gpu_counts_is_a_sentence(tp, pp):
     with pytest.raises(sglang_kvplan.KVPlanError, match="give a whole number of GPUs"):
         sglang_kvplan.node_placement(["a", "b"], "a", tp, pp)
+
+
+@pytest.mark.parametrize("variables, words", [
+    ({"sglang_package": "--index-url=http://evil.example/simple"}, "sglang_package is"),
+    ({"sglang_package": "sglang\n--index-url x"}, "sglang_package is"),
+    ({"sglang_extras": ["all", "--pre"]}, "sglang_extras is"),
+])
+def test_a_package_or_extra_that_pip_would_read_as_an_option_is_refused(variables, words):
+    assert any(words in r for r in refusals(variables)), refusals(variables)

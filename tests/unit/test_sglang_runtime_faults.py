@@ -121,3 +121,27 @@ def test_a_min_free_that_is_not_a_number_is_refused_not_skipped(tmp_path):
     out = run(tmp_path, dir=str(tmp_path / "runtimes"), version="0.5.23", python=sys.executable,
               min_free_gib=float("nan"))
     assert out["failed"] and "sglang_runtime_min_free_gib is nan" in out["msg"], out
+
+
+def test_a_package_that_pip_would_read_as_an_option_is_refused(tmp_path):
+    import sys
+
+    out = run(tmp_path, dir=str(tmp_path / "runtimes"), version="0.5.23", python=sys.executable, min_free_gib=0,
+              package="--index-url=http://evil.example/simple")
+    assert out["failed"] and "pip would read it as an option" in out["msg"], out
+
+
+def test_a_runtime_folder_replaced_by_a_link_is_not_used(tmp_path):
+    import sys
+
+    runtimes = tmp_path / "runtimes"
+    base = dict(dir=str(runtimes), version="0.5.23", python=sys.executable, min_free_gib=0)
+    name = run(tmp_path, **base)["name"]
+    other = tmp_path / "other-venv"
+    fake_python(other, {"sglang": "0.5.23"})
+    runtimes.mkdir(exist_ok=True)
+    (runtimes / name).symlink_to(other)
+    (runtimes / (name + ".json")).write_text(json.dumps({"path": str(runtimes / name)}))
+    out = run(tmp_path, **base)
+    assert out["failed"] and "symbolic link" in out["msg"], out
+    assert (other / "bin" / "python").exists()
