@@ -49,8 +49,9 @@ def _variables(host, hostvars):
     """The host's role-prefixed variables as plain values (each templated once; a broken template is refused)."""
     source = hostvars[host]
     out, broken = {}, []
+    known = inputs.roles_at(_ROLES).known
     for name in list(source):
-        if not isinstance(name, str) or not name.startswith(inputs.PREFIXES):
+        if not inputs.is_checked_name(name, known):  # the roles' names, and near misses of them (tp_size)
             continue
         try:
             out[str(name)] = _plain(source[name])

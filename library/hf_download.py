@@ -131,6 +131,7 @@ import hashlib
 import http.client
 import json
 import os
+import re
 import time
 import urllib.error
 import urllib.parse
@@ -142,6 +143,12 @@ from ansible.module_utils.sglang_text import duration
 from ansible.module_utils.sglang_text import human_bytes as human
 
 CHUNK = 8 * 2**20
+# A commit as the Hub names it: it goes into every file's URL, so nothing else (a listing's "../x" would reach
+# another path on the mirror).
+COMMIT_RE = re.compile(r"^[0-9a-f]{40}$")
+# Beside the files: {name: [size, mtime_ns, sha256]} of files whose content was checked against the listing, so that
+# a file already there at its listed size is hashed once, not on every run (hundreds of GiB of weights).
+VERIFIED = ".sglang-verified.json"
 
 
 class FinalError(Exception):
@@ -168,6 +175,9 @@ def parse_listing(info, where):
     if not isinstance(info, dict) or not isinstance(info.get("sha"), str) or not isinstance(
             info.get("siblings", []), list):
         raise ValueError("%s is not a Hub revision listing (no commit sha or siblings list)" % where)
+    if not COMMIT_RE.match(info["sha"]):
+        raise FinalError("%s gives the commit %r, not 40 hex digits: refused, nothing was downloaded; check the "
+                         "endpoint is the Hub or a faithful mirror" % (where, info["sha"][:80]))
     sizes, digests = {}, {}
     for sibling in info.get("siblings", []):
         name = confined(sibling.get("rfilename")) if isinstance(sibling, dict) else None
@@ -272,6 +282,42 @@ def fetch(url, dest, size, token, timeout, deadline=None, sha256=None):
     return resumed, written, True
 
 
+def read_verified(folder):
+    try:
+        with open(os.path.join(folder, VERIFIED), encoding="utf-8") as handle:
+            data = json.load(handle)
+    except (OSError, ValueError, RecursionError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _stamp(path):
+    status = os.stat(path)
+    return [status.st_size, status.st_mtime_ns]
+
+
+def content_ok(folder, name, want, verified):
+    """Whether the file there holds the listed sha256: by its recorded check when its size and mtime are unchanged,
+    else by hashing it (and recording the check). A file without a listed sha256 is taken by its size."""
+    if not want:
+        return True
+    path = os.path.join(folder, name)
+    record = verified.get(name)
+    if isinstance(record, list) and record[:2] == _stamp(path) and record[2:] == [want]:
+        return True
+    if sha256_of(path) != want:
+        return False
+    verified[name] = _stamp(path) + [want]
+    return True
+
+
+def write_verified(folder, verified):
+    tmp = os.path.join(folder, VERIFIED + ".tmp")
+    with open(tmp, "w", encoding="utf-8") as handle:
+        json.dump(verified, handle, sort_keys=True)
+    os.replace(tmp, os.path.join(folder, VERIFIED))
+
+
 def on_disk(folder, files):
     """(bytes, whole files) of the listed files in folder: a whole file counts its size, a .part what it holds."""
     have, whole = 0, 0
@@ -314,8 +360,16 @@ def main():
                                  "one call." % p["poll"])
         token = None
         if p["token_file"] and os.path.exists(p["token_file"]):
-            with open(p["token_file"]) as handle:
-                token = handle.read().strip() or None
+            if not os.path.isfile(p["token_file"]):
+                module.fail_json(msg="token_file=%s (sglang_hf_token_file) is not a file (a folder or a device): give "
+                                     "the path of the file holding the token, or leave sglang_hf_token empty for a "
+                                     "public model." % p["token_file"])
+            try:
+                with open(p["token_file"], encoding="utf-8") as handle:
+                    token = handle.read(64 * 1024).strip() or None
+            except (OSError, ValueError) as err:
+                module.fail_json(msg="token_file=%s (sglang_hf_token_file) cannot be read: %s."
+                                 % (p["token_file"], getattr(err, "strerror", None) or type(err).__name__))
         endpoint = p["endpoint"].rstrip("/")
         try:
             commit, files, digests = listing(endpoint, p["repo"], p["revision"], token, p["timeout"])
@@ -328,12 +382,22 @@ def main():
         todo = [name for name, size in sorted(files.items())
                 if not (os.path.exists(os.path.join(p["path"], name))
                         and (size is None or os.path.getsize(os.path.join(p["path"], name)) == size))]
+        # a file there at its listed size but with other bytes (a copy from elsewhere, a bad mirror) is not the file
+        verified, differs = read_verified(p["path"]), []
+        for name in sorted(set(files) - set(todo)):
+            if not content_ok(p["path"], name, digests.get(name), verified):
+                differs.append(name)
+        todo = sorted(set(todo) | set(differs))
         total = sum(size or 0 for size in files.values())
         if module.check_mode:
             module.exit_json(changed=bool(todo), commit=commit, fetched=todo, resumed={}, done=True,
                              bytes_done=on_disk(p["path"], files)[0], bytes_total=total,
                              files_done=len(files) - len(todo), files_total=len(files), bytes_per_s=None,
                              progress="%d of %d files to download from %s" % (len(todo), len(files), p["repo"]))
+        for name in differs:  # downloaded again below, whole
+            os.unlink(os.path.join(p["path"], name))
+            module.warn("%s in %s had the listed size but not the listed sha256 %s: it was removed and is downloaded "
+                        "again." % (name, p["path"], digests[name]))
         start = time.monotonic()
         deadline = start + p["poll"] if p["poll"] else None
         fetched, resumed, written, stopped = [], {}, 0, False
@@ -356,6 +420,8 @@ def main():
                 module.fail_json(msg="Downloading %s from %s failed: %s. The partial file is kept; run again to resume."
                                  % (name, p["repo"], err), fetched=fetched, resumed=resumed)
             written += wrote
+            if whole and digests.get(name):  # fetch() checked its sha256
+                verified[name] = _stamp(dest) + [digests[name]]
             if offset:
                 resumed[name] = offset
             if not whole:
@@ -363,6 +429,8 @@ def main():
                 break
             fetched.append(name)
         seconds = time.monotonic() - start
+        if verified != read_verified(p["path"]) and os.path.isdir(p["path"]):
+            write_verified(p["path"], verified)
         have, whole_files = on_disk(p["path"], files)
         rate = round(written / seconds, 1) if written and seconds > 0 else None
         module.exit_json(changed=bool(fetched or written), commit=commit, fetched=fetched, resumed=resumed,

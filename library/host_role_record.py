@@ -99,7 +99,7 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.sglang_errors import failures_as_sentences
-from ansible.module_utils.sglang_files import sha256, write_atomic
+from ansible.module_utils.sglang_files import load_json, sha256, write_atomic
 
 VERSION = 1
 
@@ -164,12 +164,26 @@ def differences(record, inputs_digest, kernel, files_now, packages_now):
 
 
 def read_record(path):
-    """The record, or None when it is missing or unreadable (either way the role runs in full)."""
+    """The record, or None when it is missing or unreadable (either way the role runs in full): a small regular
+    file of JSON, read without following a link and without waiting on a FIFO."""
     try:
-        with open(path, encoding="utf-8") as handle:
-            return json.load(handle)
+        return load_json(path)
     except (OSError, ValueError):
         return None
+
+
+def shape_problem(record):
+    """Why a JSON object is not a record this module wrote (fields of the wrong type), or None."""
+    files, packages, facts = record.get("files"), record.get("packages"), record.get("facts")
+    if files is not None and not (isinstance(files, dict) and all(isinstance(v, str) or v is None
+                                                                  for v in files.values())):
+        return "its files are not {path: sha256}"
+    if packages is not None and not (isinstance(packages, dict) and all(
+            isinstance(v, list) and all(isinstance(i, str) for i in v) for v in packages.values())):
+        return "its packages are not {name: [version, status]}"
+    if facts is not None and not isinstance(facts, dict):
+        return "its facts are not an object"
+    return None
 
 
 def installed(module, names):
@@ -199,6 +213,10 @@ def main():
                                  recorded_at=None)
             if not isinstance(record, dict):  # JSON, but not a record: differences() names it
                 record = {}
+            odd = shape_problem(record)
+            if odd:
+                module.exit_json(changed=False, unchanged=False, facts={}, recorded_at=None,
+                                 reasons=["the record %s is not one this module wrote (%s)" % (params["path"], odd)])
             files_now = {path: file_digest(path) for path in record.get("files") or {}}
             packages_now = installed(module, sorted(record.get("packages") or {}))
             reasons = differences(record, digest(params["inputs"]), kernel, files_now, packages_now)
@@ -215,6 +233,11 @@ def main():
             module.fail_json(msg="Cannot record the host: %s not installed. Nothing was written." % ", ".join(missing))
         old = read_record(params["path"])
         same = isinstance(old, dict) and {k: v for k, v in old.items() if k != "recorded_at"} == state
+        folder = os.path.dirname(params["path"]) or "."
+        if not os.path.isdir(folder) or os.path.isdir(params["path"]):
+            module.fail_json(msg="Cannot record the host at %s: %s. Give a file path in an existing folder."
+                             % (params["path"], "it is a folder" if os.path.isdir(params["path"])
+                                else "its folder %s does not exist" % folder))
         if not same and not module.check_mode:
             # datetime.UTC is Python 3.11+; the hosts' Python can be older (Ubuntu 22.04: 3.10)
             now = datetime.datetime.now(datetime.timezone.utc)  # noqa: UP017

@@ -132,6 +132,21 @@ cleaned:
   type: list
   elements: str
   returned: always
+skipped:
+  description: Odd items the store did not make (a restore's copy that is not a file, a displaced original no entry
+    holds), each C(path) and C(problem); named and left alone, never blocking the run.
+  type: list
+  elements: dict
+  returned: always
+interrupted_restore:
+  description: Whether a restore's journal is still there (a restore killed between its renames, not yet finished).
+  type: bool
+  returned: always
+recovered:
+  description: A restore a killed run left half done, finished before anything else, C(entry) and C(direction)
+    (forward to the entry it restored, or back to the one it replaced); null when there was none.
+  type: dict
+  returned: when the store was changed under its lock
 restored:
   description: For C(restore), the live files written from the entry.
   type: list
@@ -192,6 +207,7 @@ def main():
             else:
                 doing = p["state"] + (" of " + p["name"] if p["state"] == "restore" else "")
                 with store.locked("sglang_backup_store " + doing, p["lock_owner"], p["lock_timeout"]):
+                    result["recovered"] = store.recover()  # a restore a killed run left: finished before all else
                     result["cleaned"] = store.clean_stale()
                     _change(store, p, check, result)
         except StoreError as error:
@@ -200,10 +216,16 @@ def main():
             module.fail_json(msg="The backup store %s could not be changed (%s of %s): %s. No half entry is left "
                                  "(entries and manifests appear whole, by rename)." % (
                                      p["dir"], p["state"], p["name"] or "the live state", error), **result)
-        result["changed"] = result["changed"] or bool(result["pruned"]) or bool(result["cleaned"])
+        result["changed"] = (result["changed"] or bool(result["pruned"]) or bool(result["cleaned"])
+                             or bool(result.get("recovered")))
         result.update(store_facts(store))
         for bad in result["corrupt"]:
             module.warn("Backup store entry %s skipped: %s." % (bad["path"], bad["problem"]))
+        for odd in result["skipped"]:
+            module.warn("%s %s." % (odd["path"], odd["problem"]))
+        if result.get("recovered"):
+            module.warn("A restore killed between its renames was rolled %s: the live files are entry %s's."
+                        % (result["recovered"]["direction"], result["recovered"]["entry"]))
         module.exit_json(**result)
 
 

@@ -58,7 +58,19 @@ corrupt:
   type: list
   elements: dict
   returned: always
+skipped:
+  description: Odd items the store did not make, each C(path) and C(problem); empty here, as this module cleans nothing.
+  type: list
+  elements: dict
+  returned: always
+interrupted_restore:
+  description: Whether a restore was killed between its renames and not yet finished (the next
+    sglang_backup_store run finishes it before anything else; until then C(current) may be null).
+  type: bool
+  returned: always
 """
+
+import os
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.sglang_errors import failures_as_sentences
@@ -77,6 +89,9 @@ def main():
             module.fail_json(msg="Cannot read the backup store %s: %s." % (module.params["dir"], error))
         for bad in facts["corrupt"]:
             module.warn("Backup store entry %s skipped: %s." % (bad["path"], bad["problem"]))
+        if facts["interrupted_restore"]:
+            module.warn("A restore was killed between its renames (%s): the next sglang_backup_store run finishes it "
+                        "before anything else." % os.path.join(module.params["dir"], ".restore-journal.json"))
         module.exit_json(changed=False, **facts)
 
 

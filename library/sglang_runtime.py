@@ -183,20 +183,34 @@ kept:
   type: list
   elements: str
   returned: state=prune
+skipped:
+  description: >-
+    Folders prune left alone although nothing names them, each C(path) and C(why): one whose manifest is corrupt,
+    one this module did not build (no manifest, no pyvenv.cfg), a legacy virtualenv never adopted or holding a kept
+    folder (the runtimes' folder, the live runtime).
+  type: list
+  elements: dict
+  returned: state=prune
 """
 
 import hashlib
 import json
+import math
 import os
 import re
 import shutil
+import subprocess
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.sglang_errors import failures_as_sentences
-from ansible.module_utils.sglang_files import sha256, write_atomic
+from ansible.module_utils.sglang_files import load_json, read_plain, sha256, write_atomic
 
 MARKER_SUFFIX = ".json"
 NAME_RE = re.compile(r"^[0-9][0-9A-Za-z.+-]*-[0-9a-f]{12}$")
+# A release as a runtime's folder name holds it: PEP 440's characters, no / . . or space (a version is a path part).
+VERSION_RE = re.compile(r"^[0-9][0-9A-Za-z.+!-]{0,63}$")
+# A python that does not answer (a hung legacy venv, a broken NFS mount) must not hang the run: seconds allowed.
+COMMAND_TIMEOUT = 120
 # Prints {name: installed version or null} for the distributions named on its command line.
 VERSIONS_SCRIPT = """import importlib.metadata as m, json, sys
 def version(name):
@@ -260,7 +274,22 @@ def digest_of(pset):
 
 
 def runtime_name(version, digest):
+    if not isinstance(version, str) or not VERSION_RE.match(version) or ".." in version:
+        raise RuntimeError_("sglang_version is %r: a release such as 0.5.23 (digits, letters, . + - only; it names "
+                            "the runtime's folder, so no /, .., space or control character)" % (version,))
     return "%s-%s" % (version, digest[:12])
+
+
+def check_kernels(kernel_wheels, kernel_sources):
+    """Each kernel wheel names its src and each kernel source its repo: a sentence, not a KeyError."""
+    for index, wheel in enumerate(kernel_wheels or []):
+        if not isinstance(wheel, dict) or not isinstance(wheel.get("src"), str) or not wheel["src"].strip():
+            raise RuntimeError_("sglang_kernel_wheels[%d] has no src: give each wheel {src: <URL or controller-side "
+                                ".whl>, name: ..., version: ...}" % index)
+    for index, source in enumerate(kernel_sources or []):
+        if not isinstance(source, dict) or not isinstance(source.get("repo"), str) or not source["repo"].strip():
+            raise RuntimeError_("sglang_kernel_sources[%d] has no repo: give each source {repo: <git URL>, ref: ..., "
+                                "name: ..., version: ...}" % index)
 
 
 def expected_versions(pset):
@@ -277,10 +306,10 @@ def expected_versions(pset):
 # -- what is on the host -------------------------------------------------------------------------------------
 
 def unit_runtime(unit_path):
-    """The runtime folder a unit's ExecStart runs (its first word, '<runtime>/bin/python'), or None."""
+    """The runtime folder a unit's ExecStart runs (its first word, '<runtime>/bin/python'), or None (also for a
+    unit that is not a small regular file: a FIFO is not waited on)."""
     try:
-        with open(unit_path, encoding="utf-8") as handle:
-            text = handle.read()
+        text = read_plain(unit_path, follow=True).decode("utf-8", "replace")
     except OSError:
         return None
     match = re.search(r'^ExecStart=\s*"?([^"\s]+)', text, re.MULTILINE)
@@ -289,8 +318,28 @@ def unit_runtime(unit_path):
     return os.path.normpath(match.group(1)[:-len("/bin/python")])
 
 
-def read_markers(runtimes_dir):
-    """{name: manifest} of the complete runtimes (a manifest that does not parse counts as absent)."""
+def manifest_problem(runtimes_dir, name, manifest):
+    """Why a parsed manifest cannot describe the complete runtime `name` (a phrase), or None."""
+    if not isinstance(manifest, dict):
+        return "it holds %s, not an object" % type(manifest).__name__
+    path = manifest.get("path")
+    if not isinstance(path, str) or not os.path.isabs(path):
+        return "its path is %r, not an absolute folder" % (path,)
+    inside = os.path.normpath(path) == os.path.normpath(os.path.join(runtimes_dir, name))
+    if not inside and not (manifest.get("adopted") is True and not under(path, runtimes_dir)):
+        return "its path %s is neither %s nor an adopted virtualenv" % (path, os.path.join(runtimes_dir, name))
+    if os.path.islink(path.rstrip("/")):
+        return "its folder %s is a symbolic link, not a runtime this module built" % path
+    versions = manifest.get("versions", {})
+    if not isinstance(versions, dict) or not all(isinstance(v, str) or v is None for v in versions.values()):
+        return "its versions are not {distribution: version}"
+    return None
+
+
+def read_markers(runtimes_dir, corrupt=None):
+    """{name: manifest} of the complete runtimes. A manifest that is not a small regular file of valid JSON naming its
+    own folder is not a runtime's: it goes to corrupt ({name: problem}, when given), never taken for absent (its
+    folder is kept and named, not removed as an interrupted build)."""
     found = {}
     try:
         names = os.listdir(runtimes_dir)
@@ -299,14 +348,25 @@ def read_markers(runtimes_dir):
     for entry in names:
         if not entry.endswith(MARKER_SUFFIX) or not NAME_RE.match(entry[:-len(MARKER_SUFFIX)]):
             continue
+        name = entry[:-len(MARKER_SUFFIX)]
         try:
-            with open(os.path.join(runtimes_dir, entry), encoding="utf-8") as handle:
-                manifest = json.load(handle)
-        except (OSError, ValueError):
-            continue
-        if isinstance(manifest, dict) and isinstance(manifest.get("path"), str):
-            found[entry[:-len(MARKER_SUFFIX)]] = manifest
+            manifest = load_json(os.path.join(runtimes_dir, entry))
+            problem = manifest_problem(runtimes_dir, name, manifest)
+        except OSError as error:
+            problem = "it cannot be read (%s)" % (error.strerror or error)
+        except ValueError as error:
+            problem = "it is not JSON (%s)" % str(error)[:200]
+        if problem is None:
+            found[name] = manifest
+        elif corrupt is not None:
+            corrupt[name] = problem
     return found
+
+
+def under(path, folder):
+    """Whether path is folder or inside it (by their normalized text; both absolute)."""
+    path, folder = os.path.normpath(path), os.path.normpath(folder)
+    return path == folder or path.startswith(folder.rstrip("/") + "/")
 
 
 def marker_for_path(markers, path):
@@ -336,17 +396,38 @@ def decide(markers, name, runtimes_dir, legacy, legacy_versions, wanted_versions
     return "build", os.path.join(runtimes_dir, name)
 
 
-def to_prune(runtimes_dir, markers, legacy, named, existing_dirs, legacy_exists):
-    """The folders to remove: every runtime under runtimes_dir (complete or not) and the legacy venv that no
-    unit, store entry or keep names. Returns [(marker name or None, folder)]."""
+def to_prune(runtimes_dir, markers, legacy, named, existing_dirs, legacy_exists, started=(), corrupt=(),
+             skipped=None):
+    """The folders to remove: the runtimes under runtimes_dir that no unit, store entry or keep names, when this module
+    made them (a manifest, or `started`: an interrupted build, holding the pyvenv.cfg its venv wrote first), and the
+    legacy venv when it was adopted (a manifest names it) and holds nothing that is kept. Never a folder whose manifest
+    is corrupt, nor one the module did not make: those go to skipped ([(folder, why)]). Returns
+    [(marker name or None, folder)]."""
     named = {os.path.normpath(p) for p in named if p}
+    skipped = [] if skipped is None else skipped
     out = []
     for entry in sorted(existing_dirs):
         folder = os.path.join(runtimes_dir, entry)
-        if NAME_RE.match(entry) and os.path.normpath(folder) not in named:
+        if not NAME_RE.match(entry) or os.path.normpath(folder) in named:
+            continue
+        if entry in corrupt:
+            skipped.append((folder, "its manifest %s%s is corrupt (%s): kept for a person"
+                            % (entry, MARKER_SUFFIX, corrupt[entry])))
+        elif entry in markers or entry in started:
             out.append((entry if entry in markers else None, folder))
+        else:
+            skipped.append((folder, "it has neither a manifest nor a virtualenv's pyvenv.cfg: not a runtime this "
+                                    "module built, left alone"))
     if legacy and legacy_exists and os.path.normpath(legacy) not in named:
-        out.append((marker_for_path(markers, legacy)[0], legacy))
+        holds = sorted(p for p in named | {os.path.normpath(runtimes_dir)} if under(p, legacy))
+        marker = marker_for_path(markers, legacy)[0]
+        if holds:
+            skipped.append((legacy, "the legacy virtualenv (sglang_venv) holds %s: never removed" % ", ".join(holds)))
+        elif marker is None:
+            skipped.append((legacy, "the legacy virtualenv (sglang_venv) was never adopted (no manifest names it): "
+                                    "not removed; remove it by hand once no unit runs it"))
+        else:
+            out.append((marker, legacy))
     # a manifest whose folder is gone (removed by hand) is removed too, so it is never taken for complete
     listed = {pair[1] for pair in out}
     for name, manifest in sorted(markers.items()):
@@ -368,7 +449,7 @@ def read_versions(module, path, names, markers):
     recorded = (manifest or {}).get("versions") or {}
     if names and all(n in recorded for n in names):
         return {n: recorded[n] for n in names}
-    rc, out, err = module.run_command([python, "-c", VERSIONS_SCRIPT] + list(names))
+    rc, out, err = run_bounded([python, "-c", VERSIONS_SCRIPT] + list(names))
     if rc != 0:
         raise RuntimeError_("%s cannot read its versions (rc %d): %s" % (python, rc, (err or out).strip()[-500:]))
     try:
@@ -377,11 +458,24 @@ def read_versions(module, path, names, markers):
         raise RuntimeError_("%s printed no versions: %s" % (python, out.strip()[-500:])) from None
 
 
+def run_bounded(argv, timeout=None):
+    """(rc, stdout, stderr) of a command given at most timeout seconds (COMMAND_TIMEOUT): one that hangs is named,
+    not waited on."""
+    timeout = timeout or COMMAND_TIMEOUT
+    try:
+        proc = subprocess.run(argv, capture_output=True, text=True, errors="replace", timeout=timeout,
+                              stdin=subprocess.DEVNULL, check=False)
+    except subprocess.TimeoutExpired:
+        raise RuntimeError_("%s did not answer within %d s (a hung interpreter or file system): check it by hand, "
+                            "or move that folder away, and run again" % (argv[0], timeout)) from None
+    return proc.returncode, proc.stdout, proc.stderr
+
+
 def python_identity(module, python):
     binary = module.get_bin_path(python, required=False) if "/" not in python else python
     if not binary or not os.path.exists(binary):
         return None
-    rc, out, err = module.run_command([binary, "-c", "import sys; print(sys.version.split()[0])"])
+    rc, out, err = run_bounded([binary, "-c", "import sys; print(sys.version.split()[0])"])
     return {"path": os.path.realpath(binary), "version": out.strip() if rc == 0 else None}
 
 
@@ -391,11 +485,18 @@ def write_marker(runtimes_dir, name, manifest):
 
 
 def run_plan(module, p):
-    if p["min_free_gib"] < 0:
+    if not math.isfinite(p["min_free_gib"]) or p["min_free_gib"] < 0:
         raise RuntimeError_("sglang_runtime_min_free_gib is %s: give the free GiB a build needs, 0 or more "
                             "(e.g. 20)" % p["min_free_gib"])
     if not p["version"]:
         raise RuntimeError_("sglang_version is empty: name the SGLang release the runtime holds")
+    runtime_name(p["version"], "0" * 12)  # refused before anything is read or removed
+    for what, item in [("sglang_package", p["package"])] + [("sglang_extras", e) for e in p["extras"]]:
+        if item and (item.startswith("-") or any(c.isspace() for c in item)):
+            raise RuntimeError_("%s holds %r: pip would read it as an option (an --index-url, a -r file), not a "
+                                "requirement. Give a version pin, a URL or a wheel; set pip's index in pip.conf."
+                                % (what, item))
+    check_kernels(p["kernel_wheels"], p["kernel_sources"])
     python = python_identity(module, p["python"])
     if python is None:
         raise RuntimeError_("%s is not on the host's PATH: a runtime is made with `python3 -m venv`" % p["python"])
@@ -407,7 +508,14 @@ def run_plan(module, p):
                        p["wheels_dir"], hasher if module.check_mode else sha256_file)
     digest = digest_of(pset)
     name = runtime_name(p["version"], digest)
-    markers = read_markers(p["dir"])
+    corrupt = {}
+    markers = read_markers(p["dir"], corrupt)
+    if name in corrupt:
+        raise RuntimeError_(
+            "The manifest %s of the runtime %s is corrupt (%s). The runtime may be complete, so it is neither used nor "
+            "removed: look at it, then either remove both %s and that manifest (the next run builds it again) or put "
+            "the manifest back." % (os.path.join(p["dir"], name + MARKER_SUFFIX), name, corrupt[name],
+                                    os.path.join(p["dir"], name)))
     serving_path = unit_runtime(p["unit"]) if p["unit"] else None
     legacy = p["legacy"] if p["legacy"] and os.path.isfile(os.path.join(p["legacy"], "bin", "python")) else None
     wanted = expected_versions(pset)
@@ -453,6 +561,9 @@ def run_complete(module, p):
     for key in ("path", "name", "digest", "set"):
         if not p[key]:
             raise RuntimeError_("state=complete needs %s (from state=plan)" % key)
+    if not NAME_RE.match(p["name"]):
+        raise RuntimeError_("state=complete's name %r is not a runtime's name (<version>-<12 hex digits>, from "
+                            "state=plan)" % (p["name"],))
     if not os.path.isfile(os.path.join(p["path"], "bin", "python")):
         raise RuntimeError_("%s/bin/python is missing: the build did not finish; nothing is marked complete"
                             % p["path"])
@@ -489,21 +600,30 @@ def run_versions(module, p):
 
 
 def run_prune(module, p):
-    markers = read_markers(p["dir"])
+    corrupt = {}
+    markers = read_markers(p["dir"], corrupt)
     named = list(p["keep"])
     if p["unit"]:
         named.append(unit_runtime(p["unit"]))
     if p["store"] and os.path.isdir(p["store"]) and p["unit"]:
         unit_file = os.path.basename(p["unit"])
         for entry in os.listdir(p["store"]):  # every entry, staging folders included: keeping more is safe
+            if os.path.islink(os.path.join(p["store"], entry)):
+                continue
             named.append(unit_runtime(os.path.join(p["store"], entry, unit_file)))
     try:
         dirs = [e for e in os.listdir(p["dir"]) if os.path.isdir(os.path.join(p["dir"], e))
                 and not os.path.islink(os.path.join(p["dir"], e))]
     except OSError:
         dirs = []
-    legacy_exists = bool(p["legacy"]) and os.path.isdir(p["legacy"])
-    plan = to_prune(p["dir"], markers, p["legacy"], named, dirs, legacy_exists)
+    legacy_exists = bool(p["legacy"]) and os.path.isdir(p["legacy"]) and not os.path.islink(p["legacy"]) \
+        and os.path.isfile(os.path.join(p["legacy"], "bin", "python"))
+    started = {d for d in dirs if os.path.isfile(os.path.join(p["dir"], d, "pyvenv.cfg"))
+               or not os.listdir(os.path.join(p["dir"], d))}
+    skipped = []
+    plan = to_prune(p["dir"], markers, p["legacy"], named, dirs, legacy_exists, started, corrupt, skipped)
+    for folder, why in skipped:
+        module.warn("%s: %s." % (folder, why))
     removed = []
     for marker, folder in plan:
         if not module.check_mode:
@@ -514,7 +634,8 @@ def run_prune(module, p):
                 shutil.rmtree(folder)
         removed.append(folder or os.path.join(p["dir"], marker + MARKER_SUFFIX))
     kept = sorted({os.path.normpath(n) for n in named if n})
-    return {"changed": bool(removed), "removed": removed, "kept": kept}
+    return {"changed": bool(removed), "removed": removed, "kept": kept,
+            "skipped": [{"path": folder, "why": why} for folder, why in skipped]}
 
 
 def main():

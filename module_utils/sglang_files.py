@@ -3,10 +3,74 @@ where a reader (the next run, systemd, the rollback) expects a whole one."""
 
 from __future__ import annotations
 
+import errno
 import hashlib
+import json
 import os
 import shutil
+import stat
 import tempfile
+
+# The files the modules read back (manifests, units, the lock, a journal) are a few KB: anything bigger, or not a
+# plain file, was not written by them and is named instead of read (a symlink to /dev/zero would fill the memory).
+SMALL_FILE_LIMIT = 4 * 1024 * 1024
+
+
+class NotPlainFile(OSError):
+    """A path that is not a small regular file: strerror says what it is (a phrase the caller quotes)."""
+
+    def __init__(self, path, what):
+        super().__init__(errno.EINVAL, what, path)
+
+
+def _kind_of(mode):
+    for test, name in ((stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a named pipe (FIFO)"),
+                       (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+                       (stat.S_ISSOCK, "a socket")):
+        if test(mode):
+            return name
+    return "not a regular file"
+
+
+def read_plain(path, limit=SMALL_FILE_LIMIT, follow=False):
+    """The bytes of a regular file of at most limit bytes. NotPlainFile when it is a symbolic link (unless follow),
+    a FIFO, a device, a folder or bigger than limit; never blocks (O_NONBLOCK: a FIFO is refused, not waited on)."""
+    flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0) | (0 if follow else os.O_NOFOLLOW)
+    try:
+        fd = os.open(path, flags)
+    except OSError as error:
+        if error.errno == errno.ELOOP and not follow:
+            raise NotPlainFile(path, "is a symbolic link, not a file the module wrote") from None
+        raise
+    try:
+        status = os.fstat(fd)
+        if not stat.S_ISREG(status.st_mode):
+            raise NotPlainFile(path, "is %s, not a regular file" % _kind_of(status.st_mode))
+        if status.st_size > limit:
+            raise NotPlainFile(path, "holds %d bytes, more than the %d a file the module wrote can hold"
+                               % (status.st_size, limit))
+        chunks, size = [], 0
+        while size <= limit:
+            block = os.read(fd, min(1 << 20, limit + 1 - size))
+            if not block:
+                break
+            chunks.append(block)
+            size += len(block)
+        if size > limit:
+            raise NotPlainFile(path, "grew past %d bytes while being read" % limit)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
+def load_json(path, limit=SMALL_FILE_LIMIT, follow=False):
+    """The JSON in a small regular file (read_plain). ValueError for text that is not UTF-8 or not JSON, or nested
+    too deeply to parse (a RecursionError otherwise escapes as a bare Python error)."""
+    text = read_plain(path, limit, follow).decode("utf-8")  # UnicodeDecodeError is a ValueError
+    try:
+        return json.loads(text)
+    except RecursionError:
+        raise ValueError("it is nested too deeply to be a file the module wrote") from None
 
 
 def _replace_with(path, fill, mode=None, owner=None):
@@ -51,11 +115,15 @@ def copy_atomic(src, dest):
 
 
 def sha256(path):
-    """sha256 of a file's content, or None when there is no such file."""
+    """sha256 of a regular file's content, or None when there is no such file (a FIFO or device is none either:
+    os.path.isfile follows a symlink to the thing itself, and the open never waits on a FIFO)."""
     if not os.path.isfile(path):
         return None
     sha = hashlib.sha256()
-    with open(path, "rb") as handle:
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    with os.fdopen(fd, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):  # replaced between the two calls
+            return None
         for block in iter(lambda: handle.read(1 << 20), b""):
             sha.update(block)
     return sha.hexdigest()

@@ -10,9 +10,9 @@ import shutil
 from contextlib import contextmanager
 from datetime import datetime, timezone
 
-from ansible.module_utils.sglang_files import copy_atomic, write_atomic
+from ansible.module_utils.sglang_files import copy_atomic, load_json, read_plain, write_atomic
 from ansible.module_utils.sglang_files import sha256 as digest
-from ansible.module_utils.sglang_store_lock import LOCK, LockBusy, held
+from ansible.module_utils.sglang_store_lock import LOCK, LockBusy, LockNotAFile, held
 from ansible.module_utils.sglang_store_swap import SwapError, leftovers, swap
 
 # datetime.UTC is Python 3.11+: these run on the hosts, whose Python can be older (Ubuntu 22.04: 3.10)
@@ -20,6 +20,9 @@ UTC = timezone.utc  # noqa: UP017
 
 MANIFEST = "backup.json"
 FORMAT = 1
+# Written before a restore's first rename and removed after its last: a run that finds it finishes (or undoes) that
+# restore before anything else, so a kill -9 mid-restore never leaves the live files mixing two states.
+JOURNAL = ".restore-journal.json"
 
 
 class StoreError(Exception):
@@ -28,6 +31,14 @@ class StoreError(Exception):
 
 def live_digests(files):
     return {os.path.basename(path): digest(path) for path in files}
+
+
+def unit_context_target(path):
+    """context_target_of a unit file; 0 when it is not a small regular file (odd bytes are read as U+FFFD)."""
+    try:
+        return context_target_of(read_plain(path, follow=True).decode("utf-8", "replace"))
+    except OSError:
+        return 0
 
 
 def context_target_of(unit_text):
@@ -110,6 +121,12 @@ class Store:
     def __init__(self, folder, files, now=None):
         self.dir, self.files = folder, list(files)
         self.now = now or (lambda: datetime.now(UTC))
+        self.unmarked = set()  # entries without the store's manifest (older stores): listed, never pruned
+        self.skipped = []  # [{path, problem}]: odd items the store did not make, named and left alone
+
+    def _skip(self, path, problem):
+        if not any(item["path"] == path for item in self.skipped):
+            self.skipped.append({"path": path, "problem": problem})
 
     # -- reading ---------------------------------------------------------------------------------
     def _read(self, path):
@@ -120,8 +137,7 @@ class Store:
                     "files": {os.path.basename(f): digest(os.path.join(path, os.path.basename(f)))
                               for f in self.files}}, None
         try:
-            with open(manifest, encoding="utf-8") as handle:
-                meta = json.load(handle)
+            meta = load_json(manifest)  # a regular file of bounded size, never through a link
         except ValueError as error:
             return None, "%s is not JSON (%s)" % (MANIFEST, error)
         except OSError as error:
@@ -138,18 +154,30 @@ class Store:
         if not os.path.isdir(self.dir):
             return [], []
         found, corrupt = [], []
+        self.unmarked = set()
+        unit_name = os.path.basename(self.files[0])
         for name in sorted(os.listdir(self.dir), reverse=True):
             path = os.path.join(self.dir, name)
-            if name.startswith(".") or not os.path.isdir(path):
+            if name.startswith("."):
                 continue
+            if os.path.islink(path):
+                corrupt.append({"name": name, "path": path,
+                                "problem": "it is a symbolic link, not an entry folder the store made"})
+                continue
+            if not os.path.isdir(path):
+                continue
+            unit = os.path.join(path, unit_name)
+            marked = os.path.lexists(os.path.join(path, MANIFEST))
+            if not marked and (os.path.islink(unit) or not os.path.isfile(unit)):
+                continue  # no manifest and no unit: a folder of something else sharing this folder, never touched
             meta, problem = self._read(path)
             if problem:
                 corrupt.append({"name": name, "path": path, "problem": problem})
                 continue
+            if not marked:
+                self.unmarked.add(name)
             if not meta.get("context_target"):
-                unit = os.path.join(path, os.path.basename(self.files[0]))
-                meta["context_target"] = context_target_of(open(unit, encoding="utf-8").read()) \
-                    if os.path.isfile(unit) else 0
+                meta["context_target"] = unit_context_target(unit) if os.path.isfile(unit) else 0
             meta.update(name=name, path=path)
             meta.setdefault("proven", None)
             found.append(meta)
@@ -174,15 +202,24 @@ class Store:
     @contextmanager
     def locked(self, doing, owner=None, timeout=10.0):
         """Hold the store's lock (creating the store) for a block that changes it; StoreError names the holder."""
-        os.makedirs(self.dir, mode=0o700, exist_ok=True)
-        os.chmod(self.dir, 0o700)
+        self._make_dir()
         try:
             with held(os.path.join(self.dir, LOCK), doing, owner, timeout) as holder:
                 yield holder
+        except LockNotAFile as odd:
+            raise StoreError("The backup store %s cannot be locked: %s. Remove it; the store makes its own lock "
+                             "file." % (self.dir, odd)) from None
         except LockBusy as busy:
             raise StoreError("The backup store %s is in use by another run: %s. Run again when it has finished "
                              "(its lock goes with its process: a run that died holds nothing)." % (self.dir, busy)) \
                 from None
+
+    def _make_dir(self):
+        """Create the store 0700 (it holds the API key). A folder that exists is the operator's: its mode is theirs
+        (it may be shared; the entries inside are 0700 either way)."""
+        if not os.path.isdir(self.dir):
+            os.makedirs(self.dir, mode=0o700, exist_ok=True)
+            os.chmod(self.dir, 0o700)
 
     def clean_stale(self):
         """Under the lock: remove what a run that died left (no other run can be writing it). A staged restore copy
@@ -190,16 +227,83 @@ class Store:
         entry holds the same file, else it stays for a person. Returns the paths removed."""
         removed = []
         for name in os.listdir(self.dir) if os.path.isdir(self.dir) else []:
+            path = os.path.join(self.dir, name)
             if name.startswith(".incoming-"):
-                shutil.rmtree(os.path.join(self.dir, name), ignore_errors=True)
-                removed.append(os.path.join(self.dir, name))
+                if os.path.islink(path) or not os.path.isdir(path):
+                    self._skip(path, "is not a folder a snapshot made (left alone: remove it by hand)")
+                    continue
+                shutil.rmtree(path, ignore_errors=True)
+                if not os.path.lexists(path):
+                    removed.append(path)
         held_sha = {(n, sha) for e in self.entries() for n, sha in e["files"].items()}
         for dest in self.files:
             for path, kind in leftovers(dest):
-                if kind == "new" or (kind == "old" and (os.path.basename(dest), digest(path)) in held_sha):
+                if not os.path.isfile(path) or os.path.islink(path):
+                    self._skip(path, "is named like a restore's copy but is not a regular file (left alone: remove "
+                                     "it by hand)")
+                elif kind == "new" or (kind == "old" and (os.path.basename(dest), digest(path)) in held_sha):
                     os.unlink(path)
                     removed.append(path)
+                elif kind == "old":
+                    self._skip(path, "is the original of %s displaced by a restore that died, and no entry holds it "
+                                     "(kept for a person: compare it with %s, then remove it)" % (dest, dest))
         return removed
+
+    # -- a restore a killed run left half done -----------------------------------------------------
+    def journal_path(self):
+        return os.path.join(self.dir, JOURNAL)
+
+    def recover(self):
+        """Under the lock, before anything else: a journal means a restore was killed between its renames. Roll it
+        forward (the entry it restored) or, when that entry cannot be put back whole, back (the entry of the state
+        it replaced, which the restore stored first). Returns {entry, direction} or None; the live files are then
+        exactly that entry's."""
+        path = self.journal_path()
+        if not os.path.lexists(path):
+            return None
+        try:
+            journal = load_json(path)
+        except (OSError, ValueError) as error:
+            raise StoreError("%s, the journal of a restore that did not finish, cannot be read (%s), so the live files "
+                             "%s may mix two states. Remove it, then restore one whole entry: playbooks/rollback.yml "
+                             "-e sglang_rollback_to=<entry> (-e sglang_rollback_list=true lists them)."
+                             % (path, getattr(error, "strerror", None) or error, ", ".join(self.files))) from None
+        entries = {e["name"]: e for e in self.entries()}
+        why = []
+        for direction, key in (("forward", "to"), ("back", "from")):
+            target = journal.get(key) if isinstance(journal, dict) else None
+            entry = entries.get(target) if isinstance(target, str) else None
+            if entry is None:
+                why.append("%s is not a readable entry" % (target,))
+                continue
+            plan = restore_plan(entry, self.files, digest)
+            problem = self._unrestorable(entry, plan)
+            if problem:
+                why.append(problem)
+                continue
+            try:
+                swap([(d, os.path.join(entry["path"], os.path.basename(d)) if a == "write" else None)
+                      for d, a in plan if a != "same"])
+            except SwapError as error:
+                raise StoreError("Finishing the restore of %s that a killed run left failed: %s. The journal %s stays, "
+                                 "so the next run tries again." % (target, error, path)) from None
+            os.unlink(path)
+            return {"entry": target, "direction": direction}
+        raise StoreError("A restore was killed mid-way (journal %s), and neither the entry it restored nor the one it "
+                         "replaced can be put back whole (%s). Restore another entry by hand after removing the "
+                         "journal: playbooks/rollback.yml -e sglang_rollback_to=<entry>."
+                         % (path, "; ".join(why) or "the journal names none"))
+
+    def _unrestorable(self, entry, plan):
+        """Why entry cannot be restored whole (a phrase), or None."""
+        unit = os.path.basename(self.files[0])
+        if not entry["files"].get(unit):
+            return "%s holds no %s: not a state of this service" % (entry["path"], unit)
+        for dest, action in plan:  # the entry's copies must be what its manifest recorded
+            kept = os.path.join(entry["path"], os.path.basename(dest))
+            if action == "write" and digest(kept) != entry["files"][os.path.basename(dest)]:
+                return "its %s differs from its manifest's sha256" % os.path.basename(dest)
+        return None
 
     # -- writing ---------------------------------------------------------------------------------
     def _new_name(self):
@@ -221,8 +325,7 @@ class Store:
         name = self._new_name()
         if check_mode:
             return name, True
-        os.makedirs(self.dir, mode=0o700, exist_ok=True)
-        os.chmod(self.dir, 0o700)
+        self._make_dir()
         tmp = os.path.join(self.dir, ".incoming-" + name)
         os.mkdir(tmp, 0o700)
         try:
@@ -232,7 +335,7 @@ class Store:
             meta = dict(manifest)
             meta.update(format=FORMAT, created_at=self.now().isoformat(), files=live)
             if not meta.get("context_target") and os.path.isfile(self.files[0]):
-                meta["context_target"] = context_target_of(open(self.files[0], encoding="utf-8").read())
+                meta["context_target"] = unit_context_target(self.files[0])
             meta.setdefault("proven", None)
             write_json(os.path.join(tmp, MANIFEST), meta)
             os.rename(tmp, os.path.join(self.dir, name))
@@ -243,7 +346,8 @@ class Store:
 
     def prune(self, keep, protect, check_mode=False):
         entries, current = self.view()[:2]
-        doomed = to_prune(entries, keep, current, protect)
+        # only entries the store made and marked with its manifest: an older, unmarked one is left for a person
+        doomed = [n for n in to_prune(entries, keep, current, protect) if n not in self.unmarked]
         if not check_mode:
             for name in doomed:
                 shutil.rmtree(os.path.join(self.dir, name))
@@ -291,19 +395,27 @@ class Store:
             return name, False, report
         if check_mode:
             return name, True, report
-        for dest, action in plan:  # the entry's copies must be what its manifest recorded
-            kept = os.path.join(entry["path"], os.path.basename(dest))
-            if action == "write" and digest(kept) != entry["files"][os.path.basename(dest)]:
-                raise StoreError("Entry %s is damaged: its %s differs from its manifest's sha256; nothing was "
-                                 "restored." % (name, os.path.basename(dest)))
-        if self.view()[1] is None:  # never replace a state the store does not hold (the caller's snapshot usually did)
-            self.add({"reason": "replaced by a restore of %s (kept by the restore itself)" % name})
+        problem = self._unrestorable(entry, plan)
+        if problem:
+            raise StoreError("Entry %s is damaged: %s; nothing was restored." % (name, problem))
+        before = self.view()[1]
+        if before is None:  # never replace a state the store does not hold (the caller's snapshot usually did)
+            before = self.add({"reason": "replaced by a restore of %s (kept by the restore itself)" % name})[0]
+        # before the first rename: what to finish, or undo, if this process is killed between the renames
+        try:
+            write_json(self.journal_path(), {"format": FORMAT, "to": name, "from": before, "files": self.files})
+        except OSError as error:
+            raise StoreError("The restore of %s failed: writing its journal failed (%s); the live files were not "
+                             "touched." % (name, error)) from None
         try:
             swap([(d, os.path.join(entry["path"], os.path.basename(d)) if a == "write" else None)
                   for d, a in plan if a != "same"])
         except SwapError as error:
+            if not error.lost:  # every original is back: nothing left to finish
+                os.unlink(self.journal_path())
             raise StoreError("The restore of %s failed: %s. The store still holds every entry." % (name, error)) \
                 from None
+        os.unlink(self.journal_path())
         return name, True, report
 
 
@@ -312,4 +424,6 @@ def store_facts(store):
     entries skipped for a corrupt manifest."""
     entries, corrupt = store.scan()
     entries, current, last_proven = store.view(entries)[:3]
-    return {"entries": entries, "current": current, "last_proven": last_proven, "corrupt": corrupt}
+    return {"entries": entries, "current": current, "last_proven": last_proven, "corrupt": corrupt,
+            "skipped": list(store.skipped),
+            "interrupted_restore": os.path.lexists(store.journal_path())}

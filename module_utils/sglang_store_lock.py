@@ -10,9 +10,12 @@ import fcntl
 import json
 import os
 import socket
+import stat
 import time
 from contextlib import contextmanager
 from datetime import datetime, timezone
+
+from ansible.module_utils.sglang_files import read_plain
 
 # datetime.UTC is Python 3.11+: this runs on the hosts, whose Python can be older (Ubuntu 22.04: 3.10)
 UTC = timezone.utc  # noqa: UP017
@@ -22,6 +25,10 @@ LOCK = ".lock"
 
 class LockBusy(Exception):
     pass
+
+
+class LockNotAFile(Exception):
+    """The lock's path holds something the store did not make (a symbolic link, a FIFO, a folder)."""
 
 
 def describe(holder):
@@ -35,16 +42,34 @@ def describe(holder):
 
 def read_holder(path):
     try:
-        with open(path, encoding="utf-8") as handle:
-            return json.loads(handle.read() or "{}")
-    except (OSError, ValueError):
+        return json.loads(read_plain(path, 64 * 1024).decode("utf-8") or "{}")
+    except (OSError, ValueError, RecursionError):
         return {}
+
+
+def open_lock(path):
+    """The lock file's descriptor. Never through a symbolic link (O_NOFOLLOW: the lock is truncated, so a link would
+    truncate its target) and only a regular file (a FIFO or device there is named, not opened for writing)."""
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0),
+                     0o600)
+    except OSError as error:
+        if error.errno == errno.ELOOP:
+            raise LockNotAFile("%s is a symbolic link, not the store's lock file (the store never makes one)"
+                               % path) from None
+        if error.errno == errno.EISDIR:
+            raise LockNotAFile("%s is a folder, not the store's lock file" % path) from None
+        raise
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise LockNotAFile("%s is not a regular file (the store makes its lock file itself)" % path)
+    return fd
 
 
 @contextmanager
 def held(path, doing, owner=None, timeout=10.0, poll=0.1):
     """Hold the lock at path for the block, waiting at most timeout seconds; LockBusy names the holder."""
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    fd = open_lock(path)
     try:
         deadline = time.monotonic() + timeout
         while True:

@@ -17,7 +17,9 @@ TAG = ".sglang-restore-"
 
 
 class SwapError(Exception):
-    pass
+    def __init__(self, message, lost=()):
+        super().__init__(message)
+        self.lost = list(lost)  # [(dest, where its original is kept)] that could not be put back
 
 
 def sibling(dest, token, kind):
@@ -126,7 +128,7 @@ def swap(plan):
         if lost:
             raise SwapError("renaming the new files into place failed (%s), and %s could not be put back; the "
                             "originals are kept beside them: %s" % (error, ", ".join(d for d, o in lost),
-                                                                    ", ".join(o for d, o in lost))) from None
+                                                                    ", ".join(o for d, o in lost)), lost) from None
         raise SwapError("renaming the new files into place failed (%s); every live file was put back as it "
                         "was" % error) from None
     for folder in sorted({os.path.dirname(dest) for dest, src in plan}):

@@ -10,7 +10,9 @@ host, the variable, the value and the fix; secrets are never quoted.
 
 import difflib
 import functools
+import math
 import os
+import re
 
 import yaml
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
@@ -31,6 +33,13 @@ PLAYBOOK_VARIABLES = {
     "sglang_rollback_list": "playbooks/rollback.yml's listing switch",
 }
 SECRET_WORDS = ("api_key", "token", "password", "secret")
+# Names Ansible itself sets on every host: never a misspelled knob.
+ANSIBLE_NAMES = frozenset({"group_names", "groups", "hostvars", "inventory_hostname", "inventory_hostname_short",
+                           "inventory_dir", "inventory_file", "playbook_dir", "play_hosts", "omit", "environment",
+                           "role_names", "ansible_play_hosts", "ansible_play_batch"})
+# How close (difflib's ratio) a name must be to a known one to be taken for its misspelling when it lacks the
+# roles' prefixes (sglan_tp_size, nvidia_drivr_branch): the operator's other variables must not be refused.
+NEAR = 0.85
 
 
 class Roles:
@@ -87,12 +96,74 @@ def is_secret(name):
     return any(word in name for word in SECRET_WORDS)
 
 
+def is_vaulted(value):
+    """Whether a value came from the vault (ansible-vault encrypt_string or an encrypted file): never shown."""
+    try:
+        from ansible.parsing.vault import VaultHelper
+        return VaultHelper.get_ciphertext(value, with_tags=False) is not None
+    except Exception:  # an older ansible-core without data tags: is_secret's names still hide the usual ones
+        return False
+
+
 def shown(name, value):
-    """A value as a refusal quotes it: secrets masked, long values cut."""
-    if is_secret(name):
+    """A value as a refusal quotes it: secrets and vaulted values masked, long values cut."""
+    if is_secret(name) or is_vaulted(value):
         return "(a secret, not shown)"
     text = repr(value)
     return text if len(text) <= 120 else text[:117] + "..."
+
+
+def kind_of(value):
+    """What a refusal says of a value it does not show: its type (an unknown name may be a misspelled secret)."""
+    from collections.abc import Mapping, Sequence
+
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, Mapping):
+        return "a mapping"
+    if isinstance(value, Sequence):
+        return "a list"
+    return "null" if value is None else "a %s" % type(value).__name__
+
+
+def _normal(name):
+    return re.sub(r"[^a-z0-9]+", "_", name.lower()).strip("_")
+
+
+def misspelling_of(name, known):
+    """The known name `name` misspells, or None. A name with a role's prefix is always a candidate (the prefix is
+    the roles'); any other name only when, lower-cased with - and spaces as _, it is a known name, a known name
+    without its prefix (tp_size), or within NEAR of one (sglan_tp_size, prefligth_weights_free_gib)."""
+    return _misspelling(name, frozenset(known))
+
+
+@functools.lru_cache(maxsize=4096)
+def _misspelling(name, known):
+    normal = _normal(name)
+    by_normal = {_normal(k): k for k in known}
+    if normal in by_normal:
+        return by_normal[normal]
+    bare = {}
+    for k in known:
+        for prefix in sorted(PREFIXES, key=len, reverse=True):
+            if k.startswith(prefix) and "_" in k[len(prefix):]:
+                bare.setdefault(k[len(prefix):], k)
+                break
+    if normal in bare:
+        return bare[normal]
+    close = difflib.get_close_matches(normal, sorted(by_normal), n=1, cutoff=NEAR)
+    return by_normal[close[0]] if close else None
+
+
+def is_checked_name(name, known):
+    """Whether the check phase reads this host variable: a role-prefixed name, or the misspelling of a known one."""
+    if not isinstance(name, str) or name in ANSIBLE_NAMES or name.startswith(("ansible_", "_")):
+        return False  # Ansible's names, and private ones (_sglang_*: a role's or a test play's own facts)
+    return name.startswith(PREFIXES) or misspelling_of(name, known) is not None
 
 
 def roles_of(groups):
@@ -104,16 +175,23 @@ def roles_of(groups):
 
 
 def unknown_variables(host, variables, roles):
-    """A refusal per role-prefixed name that no role or playbook reads, with the closest known name."""
+    """A refusal per name that no role or playbook reads and that is a role's (its prefix) or a known name's
+    misspelling (any prefix, case or separators), with the closest known name. The value is never shown, only its
+    type: an unknown name may be a misspelled secret (sglang_api_kye), which no list of secret words can catch."""
     refusals = []
-    for name in sorted(n for n in variables if isinstance(n, str) and n.startswith(PREFIXES)):
-        if name in roles.known:
+    for name in sorted(n for n in variables if isinstance(n, str)):
+        if name in roles.known or not is_checked_name(name, roles.known):
             continue
-        close = difflib.get_close_matches(name, sorted(roles.known), n=1, cutoff=0.75)
-        hint = "Did you mean %s? " % close[0] if close else ""
-        refusals.append("%s: unknown variable %s (value %s): no role or playbook reads it, so it would be "
+        close = misspelling_of(name, roles.known)
+        if close is None:
+            near = difflib.get_close_matches(name, sorted(roles.known), n=1, cutoff=0.75)
+            close = near[0] if near else None
+        hint = "Did you mean %s? " % close if close else ""
+        if close and _normal(close) == _normal(name):
+            hint = "Did you mean %s (Ansible's names are case-sensitive, and - is not _)? " % close
+        refusals.append("%s: unknown variable %s (%s, not shown): no role or playbook reads it, so it would be "
                         "ignored. %sThe known names are in docs/variables.md."
-                        % (host, name, shown(name, variables[name]), hint))
+                        % (host, name, kind_of(variables[name]), hint))
     return refusals
 
 
@@ -135,6 +213,11 @@ def spec_refusals(host, variables, roles, role_names):
     for role in role_names:
         options = roles.specs.get(role, {})
         given = {name: variables[name] for name in options if name in variables and variables[name] is not None}
+        for name in [n for n in given if options[n].get("type") in ("int", "float") and not_finite(given[n])]:
+            # ansible-core's int check turns "inf" into an OverflowError that names no variable
+            refusals.append("%s: %s is %s, which is not a finite number. Give a %s; roles/%s/meta/argument_specs.yml "
+                            "describes it." % (host, name, shown(name, given.pop(name)),
+                                               "whole number" if options[name]["type"] == "int" else "number", role))
         if not given:
             continue
         result = roles.validator(role, tuple(sorted(given))).validate(given)
@@ -148,6 +231,16 @@ def spec_refusals(host, variables, roles, role_names):
                             % (host, names[0], role, message.rstrip("."),
                                "roles/%s/meta/argument_specs.yml" % role))
     return refusals
+
+
+def not_finite(value):
+    """inf, nan or a number past a float (1e999), as a float or as text."""
+    if isinstance(value, bool) or not isinstance(value, str | float | int):
+        return False
+    try:
+        return not math.isfinite(float(value))
+    except (ValueError, OverflowError):
+        return isinstance(value, int)  # an int too big for a float
 
 
 def value(variables, roles, name):
@@ -205,11 +298,15 @@ def host_refusals(host, variables, groups, roles, rules_for, with_values=True):
     reach (values.py; with_values False: a role that checks them itself, with its defaults) and the rules."""
     role_names = roles_of(groups)
     typed = spec_refusals(host, variables, roles, role_names)
-    refusals = unknown_variables(host, variables, roles) + typed
+    refusals = values.host_name_refusals(host) + unknown_variables(host, variables, roles) + typed
     if typed:
         return refusals
     if with_values and {"sglang", "sglang_router"} & set(role_names):
-        refusals += values.refusals(host, {k: v for k, v in variables.items() if k != "group_names"})
+        refusals += values.refusals(host, {k: v for k, v in variables.items() if k != "group_names"},
+                                    hidden={k for k, v in variables.items() if is_vaulted(v)})
+    if "sglang" in role_names:
+        refusals += values.folder_refusals(host, {name: value(variables, roles, name) for name in values.FOLDERS}
+                                           | {"sglang_speculative": value(variables, roles, "sglang_speculative")})
     if "sglang" in role_names:
         refusals += release_refusals(host, variables, roles, rules_for)
         refusals += multinode_refusals(host, variables, roles)

@@ -46,6 +46,8 @@ IFNAME = re.compile(r"^[A-Za-z0-9_.:^=,-]{1,255}$")
 HF_REPO = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*(/[A-Za-z0-9][A-Za-z0-9._-]*)?$")
 HF_REVISION = re.compile(r"^[A-Za-z0-9._/-]{1,255}$")
 URL = re.compile(r"^https?://[A-Za-z0-9.\[\]:_-]+(:\d{1,5})?(/[A-Za-z0-9._~/%+-]*)?$")
+# A release as pip and the runtime's folder name take it (PEP 440's characters; no space, / or ..).
+VERSION = re.compile(r"^[0-9][0-9A-Za-z.+!-]{0,63}$")
 
 # The controller's report folder: not under these either (see report_dir()).
 CONTROLLER_FORBIDDEN = ("/proc", "/sys", "/dev", "/run", "/boot", "/bin", "/sbin", "/lib", "/lib32", "/lib64",
@@ -79,6 +81,7 @@ def speculative(value):
     if not isinstance(value, Mapping):
         raise Refusal("is not a mapping", "give {} (off) or {algorithm: ..., draft_model_path: ...}")
     for key, check in (("draft_model_path", owned_path), ("draft_model_hf_repo", optional(HF_REPO_CHECK)),
+                       ("draft_model", lambda v: text(v, "a preset name (lib/sglang_kvplan/model_presets.yml)")),
                        ("draft_model_hf_revision", optional(HF_REVISION_CHECK)),
                        ("num_steps", lambda v: integer(v, 1, 64, none_ok=True)),
                        ("eagle_topk", lambda v: integer(v, 1, 64, none_ok=True)),
@@ -168,6 +171,10 @@ def _checks(variables):
         "sglang_uncalibrated_margin": lambda v: real(v, 0, 1),
         "sglang_serial": serial, "sglang_calibration": calibration, "sglang_measured_boots": measured_boots,
         "sglang_nodes": nodes,
+        "sglang_version": release, "sglang_package": package_source, "sglang_extras": extras,
+        "sglang_kernel_wheels": kernel_wheels, "sglang_kernel_sources": kernel_sources,
+        # days as a timedelta takes them: a finite number, at most 100 years (nan/inf/1e308 fail prove.yml)
+        "sglang_reprove_after_days": lambda v: real(v, 0, 36_500),
         "sglang_router_admin_api_key": secret,
         "sglang_router_venv": owned_path, "sglang_router_home": owned_path,
         "sglang_router_user": _user,
@@ -223,11 +230,19 @@ def serial(value):
         integer(item, 0, 100_000)
 
 
+CALIBRATION_KEYS = ["post_load_avail_gib", "pre_load_avail_gib"]
+
+
 def calibration(value):
-    """{pre_load_avail_gib, post_load_avail_gib}: GiB as SGLang logs them (finite, 0 to 16 TiB); the keys are
-    checked by tasks/assert.yml."""
+    """{pre_load_avail_gib, post_load_avail_gib}: GiB as SGLang logs them (finite, 0 to 16 TiB), both or neither
+    (other keys would be ignored and the plan would fall back to the estimate without a word)."""
     if not isinstance(value, Mapping):
         raise Refusal("is not a mapping", "give {pre_load_avail_gib: 85.3, post_load_avail_gib: 19.4} or {}")
+    if value and sorted(str(k) for k in value) != CALIBRATION_KEYS:
+        raise Refusal("has the keys %s, not exactly pre_load_avail_gib and post_load_avail_gib"
+                      % ", ".join(sorted(str(k) for k in value)),
+                      "give {pre_load_avail_gib: <P>, post_load_avail_gib: <A>} (GiB, as SGLang logs 'avail mem=' at "
+                      "'Load weight begin' and 'Load weight end') or {}")
     for key, item in value.items():
         try:
             real(item, 0, 16 * 1024)
@@ -246,11 +261,65 @@ def measured_boots(value):
                 or not isinstance(boot.get("setup", {}), Mapping):
             raise Refusal("holds %s, not {mem_fraction_static, pool_tokens[, setup: {...}]}" % show(boot),
                           "give each boot as {mem_fraction_static: 0.85, pool_tokens: 101134}")
+        from sglang_kvplan.spec import SPEC_KEYS
+
+        unknown = sorted(str(k) for k in boot.get("setup", {}) if k not in SPEC_KEYS)
+        if unknown:
+            raise Refusal("holds %s, whose setup names %s, which the planner does not know"
+                          % (show(boot), ", ".join(unknown)),
+                          "name the planner's keys the boot ran under, e.g. setup: {pool_rules: '0.5.9', "
+                          "kv_cache_dtype: auto, tp_size: 8, pp_size: 1}")
         try:
             real(boot["mem_fraction_static"], 0.01, 1)
             integer(boot["pool_tokens"], 0, 100_000_000)
         except Refusal as refusal:
             raise Refusal("holds %s, which %s" % (show(boot), refusal.problem), refusal.fix) from None
+
+
+def kernel_wheels(value):
+    """[{src, name, version, import}]: src is what pip installs (a URL or a controller-side .whl)."""
+    _kernels(value, "src", "{src: https://.../k-1.0-py3-none-any.whl, name: k, version: '1.0'}")
+
+
+def kernel_sources(value):
+    """[{repo, ref, subdir, name, version, import}]: repo is what git clones."""
+    _kernels(value, "repo", "{repo: https://github.com/org/kernels.git, ref: v1.0, name: k, version: '1.0'}")
+
+
+def _kernels(value, needed, example):
+    if not isinstance(value, list):
+        raise Refusal("is not a list", "give [%s, ...] or []" % example)
+    for item in value:
+        if not isinstance(item, Mapping) or not isinstance(item.get(needed), str) or not item[needed].strip():
+            raise Refusal("has no %s" % needed, "give each as %s" % example, item=item)
+        for key in ("name", "version", "ref", "subdir", "import"):
+            if isinstance(item.get(key), str) and item[key] != item[key].strip():
+                raise Refusal("has %s %r, with a space at an end" % (key, item[key]), "remove the space", item=item)
+        _no_control_anywhere(item)
+
+
+def package_source(value):
+    """sglang_package: empty (the index), a requirement, a URL or a controller-side wheel; never a pip option."""
+    if value in ("", None):
+        return
+    text(value, "a requirement, a URL or a wheel")
+    if value.startswith("-") or any(char.isspace() for char in value):
+        raise Refusal("would reach pip as an option or several words (an --index-url, a -r file), not one "
+                      "requirement", "give a URL, a wheel or a requirement such as sglang==0.5.23; set pip's index in "
+                      "pip.conf")
+
+
+def extras(value):
+    if not isinstance(value, list) or not all(isinstance(e, str) and re.match(r"^[A-Za-z0-9][A-Za-z0-9._-]*$", e)
+                                              for e in value):
+        raise Refusal("is not a list of extra names", "give names such as [all] or []")
+
+
+def release(value):
+    text(value, "a release such as 0.5.23")
+    if not VERSION.match(value) or ".." in value:
+        raise Refusal("is not a release (digits, letters, . + - only: it names the runtime's folder and pip's pin)",
+                      "give a release such as 0.5.23, without spaces")
 
 
 def nodes(value):
@@ -285,8 +354,9 @@ def _token_file(variables):
     return check
 
 
-def refusals(host: str, variables: Mapping[str, Any]) -> list[str]:
-    """One sentence per bad value of `host`'s `variables` (empty when all are fine)."""
+def refusals(host: str, variables: Mapping[str, Any], hidden=()) -> list[str]:
+    """One sentence per bad value of `host`'s `variables` (empty when all are fine); `hidden`: knobs whose value is
+    never shown (the vault's), besides the secrets."""
     found = []
     checks = _checks(variables)
     for knob in sorted(variables):
@@ -300,14 +370,95 @@ def refusals(host: str, variables: Mapping[str, Any]) -> list[str]:
             elif knob in declared_knobs() and knob not in FREE_FORM:
                 _no_control_anywhere(value)  # any other knob: no line break or NUL either (it reaches a file or argv)
         except Refusal as refusal:
-            found.append(_sentence(host, knob, value, refusal))
+            found.append(_sentence(host, knob, value, refusal, knob in hidden))
         except Refusals as many:
-            found.extend(_sentence(host, knob, value, refusal) for refusal in many.refusals)
+            found.extend(_sentence(host, knob, value, refusal, knob in hidden) for refusal in many.refusals)
     return found
 
 
-def _sentence(host, knob, value, refusal):
+def _sentence(host, knob, value, refusal, hidden=False):
+    secret = knob in SECRETS or hidden
     if refusal.item is not None:
         return "%s: %s holds %s: it %s; %s." % (
-            host, knob, show(refusal.item, knob in SECRETS), refusal.problem, refusal.fix)
-    return "%s: %s is %s: it %s; %s." % (host, knob, show(value, knob in SECRETS), refusal.problem, refusal.fix)
+            host, knob, show(refusal.item, secret), refusal.problem, refusal.fix)
+    return "%s: %s is %s: it %s; %s." % (host, knob, show(value, secret), refusal.problem, refusal.fix)
+
+
+# -- how the role's folders may lie (issue 27) ----------------------------------------------------------------------
+# What each folder is: code the runtime prune removes (venv, runtimes), the store whose prune removes entries and which
+# holds the API key (0700, root), the service user's data (home, the weights).
+FOLDERS = ("sglang_venv", "sglang_runtimes_dir", "sglang_backup_dir", "sglang_home", "sglang_model_path")
+_KIND = {"sglang_venv": "code", "sglang_runtimes_dir": "code", "sglang_backup_dir": "store", "sglang_home": "home",
+         "sglang_model_path": "model", "sglang_speculative.draft_model_path": "model"}
+_WHY = {
+    "code": "the runtime prune removes what it finds there that nothing names, and a legacy venv holding the runtimes "
+            "would be pruned with them",
+    "store": "the store's prune removes old entries there, and it holds the API key (root only)",
+    "home": "the service user owns that folder and what it holds",
+    "model": "the weights are the service user's, downloaded and checked there",
+}
+
+
+def _inside(path, folder):
+    return path == folder or path.startswith(folder.rstrip("/") + "/")
+
+
+def _unsafe(outer_kind, inner_kind):
+    """Whether a folder of inner_kind may not lie inside one of outer_kind (equal folders are never allowed)."""
+    if "store" in (outer_kind, inner_kind) or "code" in (outer_kind, inner_kind):
+        return True
+    return not (outer_kind == "home" and inner_kind == "model")  # weights under the service's home are fine
+
+
+def folder_refusals(host, folders):
+    """One sentence per pair of the role's folders that are the same or nested where that is unsafe, naming both
+    (folders: {knob: path} after the defaults; sglang_speculative's draft_model_path is read from that knob). Values
+    that are not plain absolute paths are refused by refusals() and skipped here."""
+    paths = {k: folders.get(k) for k in FOLDERS}
+    spec = folders.get("sglang_speculative")
+    if isinstance(spec, Mapping):
+        paths["sglang_speculative.draft_model_path"] = spec.get("draft_model_path")
+    plain = {}
+    for knob, path in paths.items():
+        try:
+            plain[knob] = plain_path(path)
+        except Refusal:
+            continue
+    found = []
+    names = sorted(plain)
+    for index, one in enumerate(names):
+        for other in names[index + 1:]:
+            a, b = plain[one], plain[other]
+            if a == b:
+                found.append("%s: %s and %s are the same folder (%s): %s. Give each its own folder."
+                             % (host, one, other, a, _WHY[_KIND[one]] if _KIND[one] != "model" else _WHY[_KIND[other]]))
+                continue
+            for outer, inner in ((one, other), (other, one)):
+                if _inside(plain[inner], plain[outer]) and _unsafe(_KIND[outer], _KIND[inner]):
+                    kind = _KIND[outer] if _KIND[outer] in ("code", "store") else _KIND[inner]
+                    found.append("%s: %s (%s) holds %s (%s): %s. Give them folders side by side, e.g. %s and %s."
+                                 % (host, outer, plain[outer], inner, plain[inner], _WHY[kind],
+                                    _example(outer), _example(inner)))
+    return found
+
+
+# An inventory host name as the run report and the plan picture use it in a file name (reports/<host>...): an IP
+# address, IPv6 included, or a DNS name; never a / or a name made of dots alone.
+HOST_NAME = re.compile(r"^[A-Za-z0-9_:\[\]][A-Za-z0-9_.:\[\]-]{0,252}$")
+
+
+def host_name_refusals(host):
+    """The inventory host name names files on the controller (the run report, the plan picture): refused when it
+    could write outside reports/, as sglang_server_name is."""
+    if isinstance(host, str) and HOST_NAME.match(host) and ".." not in host:
+        return []
+    return ["%s: the inventory host name %s is not a plain host name (letters, digits, . _ : -, no / or ..): it names "
+            "the run report and the plan picture under reports/, and this one would write outside it. Rename the "
+            "host in the inventory (set its address with ansible_host)." % (show(host), show(host))]
+
+
+def _example(knob):
+    return {"sglang_venv": "/opt/sglang/venv", "sglang_runtimes_dir": "/opt/sglang/runtimes",
+            "sglang_backup_dir": "/var/backups/sglang", "sglang_home": "/var/lib/sglang",
+            "sglang_model_path": "/srv/models/<name>",
+            "sglang_speculative.draft_model_path": "/srv/models/<draft>"}[knob]

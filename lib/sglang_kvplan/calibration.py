@@ -15,6 +15,31 @@ from .pages import pool_page
 from .spec import KVPlanError, normalize_spec
 
 
+def _check_boot(boot, pre, post, fraction, pool):
+    """What SGLang can log: finite GiB, A at most P (loading the weights takes memory), a --mem-fraction-static in
+    (0, 1], a pool of 0 or more tokens, a cap that is a whole number. A sentence naming the value, not a ValueError."""
+    problems = []
+    if not (math.isfinite(pre) and math.isfinite(post)) or pre <= 0 or post < 0:
+        problems.append("pre_load_avail_gib %r and post_load_avail_gib %r must be finite GiB, P above 0" % (pre, post))
+    elif post > pre:
+        problems.append("post_load_avail_gib %r is above pre_load_avail_gib %r (A is read after the weights load, "
+                        "so it is at most P)" % (post, pre))
+    if not (math.isfinite(fraction) and 0 < fraction <= 1):
+        problems.append("mem_fraction_static %r is not in (0, 1]" % fraction)
+    if pool < 0:
+        problems.append("pool_tokens %r is below 0" % pool)
+    cap = boot.get("max_total_tokens")
+    if cap not in (None, ""):
+        try:
+            int(cap)
+        except (TypeError, ValueError):
+            problems.append("max_total_tokens %r is not a whole number" % (cap,))
+    if problems:
+        raise KVPlanError("boot: %s; give the numbers SGLang logged ('avail mem=' at 'Load weight begin' and 'Load "
+                          "weight end', --mem-fraction-static, 'KV Cache is allocated. #tokens')."
+                          % "; ".join(problems))
+
+
 def calibrate(raw_spec, boot):
     """`boot`: pre_load_avail_gib, post_load_avail_gib (the TARGET's, as logged), mem_fraction_static,
     pool_tokens; optionally max_total_tokens (the cap the boot ran with), the draft's 'Load weight begin/end'
@@ -38,6 +63,7 @@ def calibrate(raw_spec, boot):
     except (KeyError, TypeError, ValueError) as error:
         raise KVPlanError("boot: needs pre_load_avail_gib, post_load_avail_gib, mem_fraction_static and "
                           "pool_tokens read from SGLang's log; got %r (%s)." % (boot, error)) from None
+    _check_boot(boot, pre, logged_post, fraction, pool)
     draft_weights, draft_raw = _draft_weights(boot)
     cap = boot.get("max_total_tokens")
     pinned = cap not in (None, "") and pool >= int(cap)

@@ -101,6 +101,10 @@ def check_geometry(spec):
                  "hidden_size", "max_position_embeddings"):
         if cfg.get(name) is not None:
             _field(cfg, name)
+    if not is_mla(cfg) and cfg.get("head_dim") is None and _field(cfg, "hidden_size") // heads < 1:
+        raise KVPlanError("model_config: hidden_size %s is smaller than num_attention_heads %s and there is no "
+                          "head_dim, so a head would have no dimension: check sglang_model_config (config.json), or "
+                          "give head_dim." % (cfg.get("hidden_size"), heads))
     attn_tp = spec["tp_size"] // spec["dp_size"] if spec["enable_dp_attention"] else spec["tp_size"]
     knob = "sglang_tp_size" + (" / sglang_dp_size" if spec["enable_dp_attention"] else "")
     if heads % attn_tp:

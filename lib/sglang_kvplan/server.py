@@ -41,7 +41,16 @@ def node_placement(nodes, host, tp_size=None, pp_size=None):
                           "that make up the server (every one of them listed), or set it to [] on a host that is a "
                           "server on its own." % (NODES_KNOB, list(nodes), host))
     if tp_size is not None:
-        check_split(len(nodes), int(tp_size), int(pp_size or 1))
+        sizes = []
+        for knob, size in (("sglang_tp_size", tp_size), ("sglang_pp_size", 1 if pp_size is None else pp_size)):
+            try:
+                number = int(size) if not isinstance(size, bool) and float(size) == int(float(size)) else None
+            except (TypeError, ValueError, OverflowError):
+                number = None
+            if number is None or number < 1:
+                raise KVPlanError("%s is %r: give a whole number of GPUs, 1 or more." % (knob, size))
+            sizes.append(number)
+        check_split(len(nodes), *sizes)
     return {"nnodes": len(nodes), "node_rank": list(nodes).index(host), "nodes": list(nodes), "rank0": nodes[0]}
 
 

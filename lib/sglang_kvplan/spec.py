@@ -77,6 +77,9 @@ _KEYS = {
     "graph_gib": ("nonneg_float", None),
 }
 
+# The keys a spec (and a measured boot's `setup`) may hold.
+SPEC_KEYS = frozenset(_KEYS)
+
 # Keys normalize_spec adds (the release's rules, resolved once per plan); a normalised spec may be normalised again.
 _RESOLVED = ("_release", "_rules")
 

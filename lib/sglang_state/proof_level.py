@@ -9,6 +9,7 @@ host (the role keeps it beside the backup store); proof_record() builds it, proo
 
 from __future__ import annotations
 
+import math
 from datetime import UTC, datetime, timedelta
 
 PROOF_CHOICES = ("auto", "full")
@@ -25,6 +26,22 @@ def _parse_time(text):
     except ValueError:
         return None
     return when if when.tzinfo else when.replace(tzinfo=UTC)
+
+
+def _record_problem(record):
+    """Why a proof record cannot be compared (a phrase), or None. Fields of the wrong type are a record this module
+    did not write: the full proof runs (never a bare Python error)."""
+    if record in (None, {}):
+        return None
+    if not isinstance(record, dict):
+        return "is %s, not an object" % type(record).__name__
+    for key in ("process", "versions", "files"):
+        if record.get(key) is not None and not isinstance(record[key], dict):
+            return "has %s of type %s, not an object" % (key, type(record[key]).__name__)
+    target = record.get("context_target")
+    if target is not None and (isinstance(target, bool) or not isinstance(target, int)):
+        return "has context_target %r, not a whole number" % (target,)
+    return None
 
 
 def _process_differences(proven, live):
@@ -51,7 +68,7 @@ def _check_inputs(asked, reprove_after_days):
         days = float(reprove_after_days)
     except (TypeError, ValueError):
         days = -1.0
-    if days < 0 or isinstance(reprove_after_days, bool):
+    if not math.isfinite(days) or not 0 <= days <= 36_500 or isinstance(reprove_after_days, bool):
         raise ProofLevelError("sglang_reprove_after_days is %r: give the days after which a full proof is repeated "
                               "although nothing changed, a number >= 0 (0: always the full proof; default 7)."
                               % (reprove_after_days,))
@@ -71,7 +88,8 @@ def proof_level(live, record, asked="auto", reprove_after_days=7, now=None):
     """
     days = _check_inputs(asked, reprove_after_days)
     now = now or datetime.now(UTC)
-    record = record or {}
+    odd = _record_problem(record)
+    record = {} if odd else record or {}
     last = record.get("full_at")
 
     def full(reason):
@@ -85,6 +103,8 @@ def proof_level(live, record, asked="auto", reprove_after_days=7, now=None):
         return full("this run (re)started SGLang")
     if live.get("runtime_changed"):
         return full("this run changed the virtualenv (SGLang or a kernel was installed)")
+    if odd:
+        return full("the proof record %s (a hand edit or damage): it proves nothing" % odd)
     if not record:
         return full("no full proof recorded on this host yet")
     if record.get("format") != RECORD_FORMAT:
@@ -109,6 +129,8 @@ def proof_level(live, record, asked="auto", reprove_after_days=7, now=None):
     if when is None:
         return full("the proof record's time %r cannot be read" % (last,))
     age = now - when
+    if age < -timedelta(hours=1):  # a clock that was wrong at proof time would skip the periodic proof forever
+        return full("the last full proof's time (%s) is in the future: the clock was wrong then or is now" % last)
     if age > timedelta(days=days):
         return full("the last full proof (%s) is %.1f days old, more than sglang_reprove_after_days=%g"
                     % (last, age.total_seconds() / 86400.0, days))

@@ -49,6 +49,16 @@ def test_target_that_cannot_fit_fails_with_numbers():
     assert "fp8_e4m3" in result.stdout
 
 
+@pytest.mark.parametrize("extra", [["-e", "sglang_kv_cache_dtype=fp8_e4m3"], ["-e", "sglang_pp_size=2"]])
+def test_the_planners_own_fix_is_not_refused_for_boots_of_another_setup(extra):
+    # issue 27 (probe day 2 N10): the boots name the KV dtype, TP and PP they ran under, so a plan of another
+    # setup predicts each boot under its own setup instead of blaming the calibration
+    result = run("playbooks/plan.yml", "-l", "ct200", "-e", "sglang_context_target=250000", *extra)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "does not predict" not in result.stdout
+    assert "measured boot: f 0.850 -> 101,134 tokens; the plan's formula: 101,135" in result.stdout
+
+
 @pytest.mark.parametrize("extra", [[], ["-e", "target=200000"]])
 def test_filters_in_a_localhost_play(extra):
     result = run("tests/integration/filters_localhost.yml", *extra)

@@ -96,7 +96,9 @@ def test_a_full_disk_at_any_write_or_rename_of_a_restore_leaves_the_live_state_w
         counter = Faults(patch, at=0)
         store.restore(proven)
         calls = counter.count
-    assert calls == 13  # 3 files: copy and fsync each, then link and replace each, then the folder's fsync
+    # the journal (written, fsynced, renamed into place), then 3 files: copy and fsync each, then link and replace
+    # each, then the folder's fsync
+    assert calls == 15
     failures = []
     for at in range(1, calls + 1):
         for f, data in zip(files, live_bytes, strict=True):
@@ -122,12 +124,14 @@ def test_a_full_disk_at_any_write_or_rename_of_a_restore_leaves_the_live_state_w
 
 
 def test_an_original_that_cannot_be_put_back_stays_beside_it_and_is_named(host, monkeypatch):
-    store, files, proven, _, _ = host
+    store, files, proven, proven_bytes, _ = host
     live_bytes = [f.read_bytes() for f in files]
     real = os.replace
     calls = []
 
     def replace(src, dest):
+        if dest == store.journal_path():  # the journal is written before the first rename
+            return real(src, dest)
         calls.append(dest)
         if len(calls) >= 2:  # the second rename fails, and so does every put-back
             raise OSError(errno.EIO, "I/O error")
@@ -140,6 +144,9 @@ def test_an_original_that_cannot_be_put_back_stays_beside_it_and_is_named(host, 
     kept = [os.path.join(os.path.dirname(str(files[0])), n) for n in hidden_beside(files) if n.endswith(".old")]
     assert len(kept) == 1 and kept[0] in str(error.value)
     assert open(kept[0], "rb").read() == live_bytes[0]  # the displaced unit is not lost
+    # the journal stays: the next run finishes the restore before anything else, then cleans what is held
+    assert store.recover() == {"entry": proven, "direction": "forward"}
+    assert [f.read_bytes() for f in files] == proven_bytes
     assert store.clean_stale() == [kept[0]]  # the store holds that unit: the next run may remove the copy
 
 

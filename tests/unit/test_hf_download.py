@@ -102,8 +102,9 @@ def test_single_file_checkpoint_without_index(tmp_path):
 
 class Hub(http.server.ThreadingHTTPServer):
     def __init__(self, files, stall_file=None, bytes_per_s=None, ranges=True, broken_file=None, siblings=None,
-                 served=None, redirect=None):
+                 served=None, redirect=None, commit=None):
         super().__init__(("127.0.0.1", 0), HubHandler)
+        self.commit = commit or SHA  # the listing's commit, as a hostile mirror may give it
         self.files, self.stall_file, self.requests = files, stall_file, []
         # siblings: the listing as a hostile or broken Hub gives it; served: {name: bytes} sent instead of the
         # listed file; redirect: a base URL the file requests are sent to (302), as the Hub sends them to storage.
@@ -139,7 +140,7 @@ class HubHandler(http.server.BaseHTTPRequestHandler):
         if self.path.startswith("/api/models/%s/revision/" % repo):
             siblings = hub.siblings if hub.siblings is not None else [
                 {"rfilename": n, "size": len(d)} for n, d in hub.files.items()]
-            return self.send(200, json.dumps({"id": repo, "sha": SHA, "siblings": siblings}).encode(),
+            return self.send(200, json.dumps({"id": repo, "sha": hub.commit, "siblings": siblings}).encode(),
                              {"Content-Type": "application/json"}, head)
         prefix = "/%s/resolve/%s/" % (repo, SHA)
         if not self.path.startswith(prefix) or self.path[len(prefix):] not in hub.files:

@@ -171,7 +171,9 @@ def test_prune_keeps_what_the_live_unit_a_store_entry_or_keep_names_and_removes_
         (runtimes / (name + ".json")).write_text(json.dumps({"path": str(runtimes / name)}))
         made[name] = runtimes / name
     (runtimes / "0.5.25-eeeeeeeeeeee" / "lib").mkdir(parents=True)  # an interrupted build, named by nothing
-    fake_python(tmp_path / "venv", {})
+    (runtimes / "0.5.25-eeeeeeeeeeee" / "pyvenv.cfg").write_text("home = /usr/bin\n")  # venv writes it first
+    fake_python(tmp_path / "venv", {})  # the legacy venv, adopted once (its manifest), named by nothing now
+    (runtimes / "0.5.20-ffffffffffff.json").write_text(json.dumps({"path": str(tmp_path / "venv"), "adopted": True}))
     (runtimes / "notes").mkdir()  # not a runtime's name: never touched
     live = unit(tmp_path / "sglang.service", made["0.5.23-cccccccccccc"])
     (store / "20261201T000000Z").mkdir(parents=True)
@@ -183,7 +185,7 @@ def test_prune_keeps_what_the_live_unit_a_store_entry_or_keep_names_and_removes_
     result = run(tmp_path, **args)
     assert sorted(result["removed"]) == sorted([str(made["0.5.21-aaaaaaaaaaaa"]), str(runtimes / "0.5.25-eeeeeeeeeeee"),
                                                 str(tmp_path / "venv")])
-    assert not (runtimes / "0.5.21-aaaaaaaaaaaa.json").exists()
+    assert not (runtimes / "0.5.21-aaaaaaaaaaaa.json").exists() and not (runtimes / "0.5.20-ffffffffffff.json").exists()
     for name in ("0.5.22-bbbbbbbbbbbb", "0.5.23-cccccccccccc", "0.5.24-dddddddddddd"):
         assert made[name].exists() and (runtimes / (name + ".json")).exists()
     assert (runtimes / "notes").exists()
