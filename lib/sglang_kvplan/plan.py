@@ -29,6 +29,7 @@ from .model import (
     target_cell_bytes,
 )
 from .pages import page_note, pin_granule, pool_page
+from .refusals import check_launch
 from .server import dist_init_addr, parallel_args
 from .spec import KVPlanError, load_presets, normalize_spec
 
@@ -162,6 +163,19 @@ class Budget:
         return max(int(spare * GIB // (self.cell + self.side_cell)) // page * page, 0)
 
 
+def _wider(spec):
+    """Twice the GPUs, as the fix to suggest: PP doubled, or TP where the release refuses that PP at launch
+    (DFLASH needs pp_size 1: refusals.py), so the planner never proposes a plan SGLang would refuse."""
+    for knob in ("pp_size", "tp_size"):
+        wider = dict(spec, **{knob: spec[knob] * 2})
+        try:
+            check_launch(wider)
+        except KVPlanError:
+            continue
+        return knob, wider
+    return "pp_size", dict(spec, pp_size=spec["pp_size"] * 2)
+
+
 def _infeasible(spec, budget, pre, required, calibrated, native_note):
     target = spec["context_target"]
     headroom = spec["min_headroom_gib"]
@@ -183,11 +197,12 @@ def _infeasible(spec, budget, pre, required, calibrated, native_note):
                          "%.2f GiB" % (_fmt(fp8.cell), _fmt(budget.cell), _fmt(target), fp8.headroom(required)))
     if largest > 0:
         fixes.append("lower sglang_context_target to at most %s, the most that fits as configured" % _fmt(largest))
-    wider = dict(spec, pp_size=spec["pp_size"] * 2)
     wider_post = pre - (pre - budget.post) / 2
-    fixes.append("use more GPUs: with sglang_pp_size %d (%d GPUs, weights and layers split over twice as many) "
+    wider_knob, wider = _wider(spec)
+    fixes.append("use more GPUs: with sglang_%s %d (%d GPUs, weights %s split over twice as many) "
                  "about %s tokens would fit (an estimate; the run measures it)"
-                 % (wider["pp_size"], spec["tp_size"] * wider["pp_size"],
+                 % (wider_knob, wider[wider_knob], wider["tp_size"] * wider["pp_size"],
+                    "and layers" if wider_knob == "pp_size" else "and heads",
                     _fmt(Budget(wider, wider_post).most_tokens(headroom))))
     draft = ""
     if spec["speculative"]:

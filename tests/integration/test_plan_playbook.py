@@ -49,7 +49,9 @@ def test_target_that_cannot_fit_fails_with_numbers():
     assert "fp8_e4m3" in result.stdout
 
 
-@pytest.mark.parametrize("extra", [["-e", "sglang_kv_cache_dtype=fp8_e4m3"], ["-e", "sglang_pp_size=2"]])
+# PP 2 with the draft off: SGLang refuses DFLASH with pp_size > 1 at launch (issue 26), so the plan does too
+@pytest.mark.parametrize("extra", [["-e", "sglang_kv_cache_dtype=fp8_e4m3"],
+                                   ["-e", "sglang_pp_size=2", "-e", '{"sglang_speculative": {}}']])
 def test_the_planners_own_fix_is_not_refused_for_boots_of_another_setup(extra):
     # issue 27 (probe day 2 N10): the boots name the KV dtype, TP and PP they ran under, so a plan of another
     # setup predicts each boot under its own setup instead of blaming the calibration
@@ -64,3 +66,11 @@ def test_filters_in_a_localhost_play(extra):
     result = run("tests/integration/filters_localhost.yml", *extra)
     assert result.returncode == 0, result.stdout + result.stderr
     assert "failed=0" in result.stdout
+
+
+def test_more_gpus_is_suggested_as_the_release_accepts_them():
+    # issue 26: ct200's DFLASH draft makes SGLang refuse pp_size > 1 at launch, so "more GPUs" doubles TP instead
+    result = run("playbooks/plan.yml", "-l", "ct200", "-e", "sglang_context_target=250000")
+    assert result.returncode != 0
+    assert "use more GPUs: with sglang_tp_size 16 (16 GPUs" in result.stdout
+    assert "sglang_pp_size 2" not in result.stdout
