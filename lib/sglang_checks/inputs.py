@@ -52,7 +52,7 @@ class Roles:
             self.defaults[role] = _load_yaml(os.path.join(roles_dir, role, "defaults", "main.yml"))
         # Facts the sglang role sets while it runs (sglang_*, but no knobs): vars/main.yml lists them.
         role_vars = _load_yaml(os.path.join(roles_dir, "sglang", "vars", "main.yml"))
-        self.run_facts = set(role_vars.get("_sglang_run_facts") or [])
+        self.run_facts = set(role_vars.get("sglang_run_facts") or [])
         self.known = set(PLAYBOOK_VARIABLES) | self.run_facts
         for options in self.specs.values():
             self.known |= set(options)

@@ -24,11 +24,11 @@ KNOBS = tuple("sglang_" + key for key in KNOB_KEYS) + (
 _ROLE_ONLY_SPECULATIVE = ("draft_model_hf_repo", "draft_model_hf_revision")
 
 
-def node_inputs(node, knobs, facts):
-    """One node's {node, gpu_memory_mib, calibration}: its GPU facts over its knob, its stored calibration
-    over the inventory's (facts: nvidia_gpu and _sglang_calibration_in_use, when known)."""
-    gpu = facts.get("nvidia_gpu") or {}
-    calibration = facts.get("_sglang_calibration_in_use")
+def node_inputs(node, knobs, gpu=None, calibration=None):
+    """One node's {node, gpu_memory_mib, gpu_compute_capability, calibration}: its GPU facts (nvidia_gpu, when
+    preflight read them) over its knobs, the calibration the role has in use on it (model.yml's stored one, or
+    calibrate.yml's measured one) over its inventory's sglang_calibration."""
+    gpu = gpu or {}
     return {"node": node,
             "gpu_memory_mib": gpu.get("memory_mib_min") or knobs.get("sglang_gpu_memory_mib"),
             # The page SGLang's attention backend forces depends on the GPU family (lib/sglang_kvplan/pages.py).
