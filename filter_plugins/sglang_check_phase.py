@@ -1,7 +1,7 @@
 """The check phase's filter: every host of a run checked on the controller, with no connection.
 
   {{ ansible_play_hosts_all | sglang_check_hosts(hostvars, groups['all']) }}   every refusal, one sentence each
-  {{ inventory_hostname | sglang_check_host(hostvars) }}                     one host's own (a role checks itself)
+  {{ inventory_hostname | sglang_check_host(hostvars, group, knobs) }}       one host's own (a role used alone)
   {{ inventory_hostname | sglang_plan_host(hostvars, knobs, measured, gpus, calibrations) }}
       {spec, plan, node, server} or {error}
   {{ ansible_play_hosts_all | sglang_plan_hosts(hostvars) }}               the same for every server host at once
@@ -60,14 +60,17 @@ def check_hosts(hosts, hostvars, inventory_hosts=None):
     return refusals
 
 
-def check_host(host, hostvars, group="sglang_servers"):
-    """One host's refusals, as a role checks itself (the host is taken to be in `group`, whatever the inventory
-    says: a playbook of the operator's own may run the role anywhere); the check phase does every host."""
+def check_host(host, hostvars, group="sglang_servers", knobs=None):
+    """One host's refusals, as the check phase makes them, for a role used without it. The host is taken to be
+    in `group`, whatever the inventory says: a playbook of the operator's own may run the role anywhere.
+    knobs: the role's knobs with its defaults applied (roles/sglang/tasks/inputs.yml), so that the values the
+    role will use are the ones checked, every rule included; the other role-prefixed names come from hostvars
+    (a misspelled one is refused by name). Without knobs the values are left to the role's own check."""
     variables, broken = _variables(host, hostvars)
+    variables.update(knobs or {})
     groups = set(variables["group_names"]) | {group}
-    # The roles check the values themselves with their defaults applied (roles/sglang/tasks/values.yml).
     return broken or inputs.host_refusals(host, variables, groups, inputs.roles_at(_ROLES), sglang_kvplan.rules_for,
-                                          with_values=False)
+                                          with_values=knobs is not None)
 
 
 class _Once:

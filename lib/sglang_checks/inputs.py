@@ -15,7 +15,7 @@ import os
 import yaml
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 
-from sglang_checks import values
+from sglang_checks import service, values
 
 # The roles a host of each group runs (site.yml), in play order.
 ROLES_BY_GROUP = {
@@ -211,6 +211,7 @@ def host_refusals(host, variables, groups, roles, rules_for, with_values=True):
     if with_values and {"sglang", "sglang_router"} & set(role_names):
         refusals += values.refusals(host, {k: v for k, v in variables.items() if k != "group_names"})
     if "sglang" in role_names:
+        refusals += service.refusals(host, lambda name: value(variables, roles, name))
         refusals += release_refusals(host, variables, roles, rules_for)
         refusals += multinode_refusals(host, variables, roles)
     return refusals

@@ -21,7 +21,7 @@ KNOBS = tuple("sglang_" + key for key in KNOB_KEYS) + (
     "sglang_calibration", "sglang_nodes", "sglang_dist_init_host", "sglang_gpu_compute_capability",
     "sglang_extra_args")
 # Only the role uses these speculative keys (where the draft comes from), not the planner.
-_ROLE_ONLY_SPECULATIVE = ("draft_model_hf_repo", "draft_model_hf_revision")
+ROLE_ONLY_SPECULATIVE = ("draft_model_hf_repo", "draft_model_hf_revision")
 
 
 def node_inputs(node, knobs, gpu=None, calibration=None):
@@ -65,7 +65,7 @@ def spec(host, knobs, per_node, rank0_address, measured=None):
     speculative = knobs.get("sglang_speculative") or {}
     out.update(
         checkpoint_gib=checkpoint if checkpoint is not None else measured.get("checkpoint_gib"),
-        speculative=dict({k: v for k, v in speculative.items() if k not in _ROLE_ONLY_SPECULATIVE},
+        speculative=dict({k: v for k, v in speculative.items() if k not in ROLE_ONLY_SPECULATIVE},
                          draft_model_config=measured.get("draft_model_config"),
                          draft_checkpoint_gib=measured.get("draft_checkpoint_gib"),
                          draft_weights_gib=calibration.get("draft_weights_gib")) if speculative else None,
