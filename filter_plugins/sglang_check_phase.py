@@ -1,8 +1,9 @@
 """The check phase's filter: every host of a run checked on the controller, with no connection.
 
   {{ ansible_play_hosts_all | sglang_check_hosts(hostvars, groups) }}          every refusal, one sentence each
-  {{ inventory_hostname | sglang_check_host(hostvars) }}                     one host's own (a role checks itself)
-  {{ inventory_hostname | sglang_plan_host(hostvars, knobs, measured) }}    {spec, plan, node, server} or {error}
+  {{ inventory_hostname | sglang_check_host(hostvars, group, knobs) }}       one host's own (a role used alone)
+  {{ inventory_hostname | sglang_plan_host(hostvars, knobs, measured, gpus, calibrations) }}
+      {spec, plan, node, server} or {error}
   {{ ansible_play_hosts_all | sglang_plan_hosts(hostvars) }}               the same for every server host at once
   {{ sglang_host | sglang_local_host }}     where a check on the host reaches a server listening there ([::1])
   {{ ansible_host | sglang_url_host }}      the host part of a URL (an IPv6 address in brackets)
@@ -82,14 +83,17 @@ def check_hosts(hosts, hostvars, groups=None):
     return refusals
 
 
-def check_host(host, hostvars, group="sglang_servers"):
-    """One host's refusals, as a role checks itself (the host is taken to be in `group`, whatever the inventory
-    says: a playbook of the operator's own may run the role anywhere); the check phase does every host."""
+def check_host(host, hostvars, group="sglang_servers", knobs=None):
+    """One host's refusals, as the check phase makes them, for a role used without it. The host is taken to be
+    in `group`, whatever the inventory says: a playbook of the operator's own may run the role anywhere.
+    knobs: the role's knobs with its defaults applied (roles/sglang/tasks/inputs.yml), so that the values the
+    role will use are the ones checked, every rule included; the other role-prefixed names come from hostvars
+    (a misspelled one is refused by name). Without knobs the values are left to the role's own check."""
     variables, broken = _variables(host, hostvars)
+    variables.update(knobs or {})
     groups = set(variables["group_names"]) | {group}
-    # The roles check the values themselves with their defaults applied (roles/sglang/tasks/values.yml).
     return broken or inputs.host_refusals(host, variables, groups, inputs.roles_at(_ROLES), sglang_kvplan.rules_for,
-                                          with_values=False)
+                                          with_values=knobs is not None)
 
 
 class _Plain(Mapping):
@@ -129,24 +133,30 @@ class _Once:
         return self._seen[host]
 
 
-def plan_host(host, hostvars, knobs, measured=None, own=None):
+def plan_host(host, hostvars, knobs, measured=None, gpus=None, calibrations=None):
     """{spec, plan, node, server} for `host` (lib/sglang_checks/planspec.py), or {error: the planner's sentence}.
 
-    knobs: this host's planner knobs, defaults applied (planspec.KNOBS); own: this host's nvidia_gpu and
-    _sglang_calibration_in_use as the role sees them (a re-plan passes the measured calibration as a task
-    variable, which hostvars do not hold), else its hostvars; the other nodes of its server are read from hostvars
-    (their GPU facts and stored calibration, else their inventory's sglang_gpu_memory_mib and sglang_calibration)."""
+    knobs: this host's planner knobs, defaults applied (planspec.KNOBS); the other nodes' knobs are their
+    inventory's (hostvars). gpus / calibrations: {node: nvidia_gpu} and {node: the calibration in use} for the
+    server's nodes as the role sees them (plan.yml gathers them; a re-plan passes this host's measured
+    calibration); without them (the check phase) the GPU facts are the inventory's and the calibration each
+    node's sglang_calibration."""
     try:
         nodes = knobs.get("sglang_nodes") or [host]
-        per_node = [planspec.node_inputs(node, knobs if node == host else hostvars[node],
-                                         (own if own is not None else hostvars[host]) if node == host
-                                         else hostvars[node] if node in hostvars else {}) for node in nodes]
+        gpus, calibrations = gpus or {}, calibrations or {}
+        per_node = [planspec.node_inputs(node, knobs if node == host else hostvars[node] if node in hostvars else {},
+                                         gpus.get(node, _facts(hostvars, node).get("nvidia_gpu")),
+                                         calibrations.get(node)) for node in nodes]
         rank0 = nodes[0]
         address = hostvars[rank0].get("ansible_host", rank0) if rank0 in hostvars else rank0
         spec, server, node = planspec.spec(host, knobs, per_node, address, measured)
         return {"spec": spec, "plan": planspec.plan(spec, server), "node": node, "server": server}
     except sglang_kvplan.KVPlanError as error:
         return {"error": "%s: %s" % (host, error)}
+
+
+def _facts(hostvars, host):
+    return hostvars[host] if host in hostvars else {}
 
 
 def plan_knobs(ignored=None):
@@ -167,7 +177,7 @@ def plan_hosts(hosts, hostvars):
         knobs = {name: source[name] if name in source else roles.default(name) for name in planspec.KNOBS}
         nodes = knobs.get("sglang_nodes") or [host]
         known = [n for n in nodes if n in hostvars and planspec.node_inputs(
-            n, knobs if n == host else hostvars[n], hostvars[n])["gpu_memory_mib"] not in (None, "")]
+            n, knobs if n == host else hostvars[n], hostvars[n].get("nvidia_gpu"))["gpu_memory_mib"] not in (None, "")]
         if len(known) < len(nodes):  # a new host: nothing knows its GPUs until preflight reads them
             out[host] = {"skipped": "%s: planned once preflight has read the GPUs (no sglang_gpu_memory_mib and no "
                                     "stored facts)" % host}

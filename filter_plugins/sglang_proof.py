@@ -4,11 +4,11 @@
       {level: full|check, reason, last_full_at, expect}: the proof this run needs (proof_level.py)
   {{ live | sglang_proof_record(sglang_smoke) }}
       the record a passed full proof leaves on the host, for the next run's decision
-  {{ inventory_hostname | sglang_proof_live(hostvars, context_target) }}
-      what the run knows of this host's live state (sglang_proof_level's input), from its facts
-  {{ nodes | sglang_proof_server_level(inventory_hostname, hostvars, context_target, sglang_proof,
-                                       sglang_reprove_after_days) }}
-      the proof the server needs: each node's level from its facts, the full proof when any node needs it
+  {{ before | sglang_proof_live(changed_this_run, restarted_this_run, runtime_changed, process, versions,
+                                context_target) }}
+      what the run knows of this host's live state (sglang_proof_level's input), each part an argument
+  {{ own_level | sglang_proof_server_level(nodes_levels) }}
+      the proof the server needs: the full proof when any of its nodes' levels is full, else this node's
   {{ planned_level | sglang_proof_ran(sglang_smoke) }}
       the proof that ran: the planned one, or the full one a check escalated to
   {{ stdout_lines | sglang_serving_process(record) }}
@@ -37,15 +37,16 @@ def proof_record(live, smoke):
     return sglang_state.proof_record(dict(live or {}), dict(smoke or {}))
 
 
-def proof_live(host, hostvars, context_target):
-    return sglang_state.live_state(hostvars[host], context_target)
-
-
-def proof_server_level(nodes, host, hostvars, context_target, asked="auto", reprove_after_days=7):
+def proof_live(before, changed_this_run, restarted_this_run, runtime_changed, process, versions, context_target):
     try:
-        return sglang_state.server_level(list(nodes or []), host, hostvars, context_target, asked, reprove_after_days)
+        return sglang_state.live_state(dict(before or {}), changed_this_run, restarted_this_run, runtime_changed,
+                                       process, versions, context_target)
     except sglang_state.ProofLevelError as error:
         raise AnsibleFilterError(str(error)) from None
+
+
+def proof_server_level(own, nodes_levels):
+    return sglang_state.server_proof_level(dict(own), list(nodes_levels or []))
 
 
 def proof_ran(planned, smoke):

@@ -4,7 +4,7 @@ performs what they decide.
   {{ ansible_failed_result | sglang_failure_reason(ansible_failed_task) }}   the failure in one sentence
   {{ health | sglang_rescue_node(backups, last_proven, run_backup, failure) }}  {failure, healthy, current_proven,
                                                                                  target}: this node's part
-  {{ node | sglang_rescue_action(nodes, hostvars, rolling_back, rescue_from, rollback_on_failure) }}
+  {{ node | sglang_rescue_action(nodes_backups, rolling_back, rescue_from, rollback_on_failure) }}
       the same with its action: kept | none | left | restore | stop
   {{ decision | sglang_rescue_message(facts) }}   the run's last message: the failure, what was done, the journal
   {{ message | sglang_without_journal }}          a failed wait's message without its journal excerpt
@@ -27,8 +27,8 @@ def rescue_node(health, backups, last_proven, run_backup, failure=""):
     return sglang_state.rescue_node(dict(health or {}), list(backups or []), last_proven, run_backup, failure)
 
 
-def rescue_action(node, nodes, hostvars, rolling_back=False, rescue_from="", rollback_on_failure=False):
-    return sglang_state.rescue_action(dict(node), list(nodes or []), hostvars, rolling_back, rescue_from,
+def rescue_action(node, nodes_backups, rolling_back=False, rescue_from="", rollback_on_failure=False):
+    return sglang_state.rescue_action(dict(node), dict(nodes_backups or {}), rolling_back, rescue_from,
                                       rollback_on_failure)
 
 

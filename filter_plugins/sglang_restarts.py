@@ -3,9 +3,9 @@ deploy.yml performs what they decide.
 
   {{ files_changed | sglang_deploy_changes(changed_this_run, run_backup, before) }}
       {files_changed, changed_this_run, run_backup} after rendering the service's files
-  {{ nodes | sglang_peer_restart(inventory_hostname, multinode, changed, hostvars) }}
+  {{ nodes_changed | sglang_peer_restart(inventory_hostname, multinode, changed) }}
       {restart, changed}: whether this node restarts because other nodes of its server changed
-  {{ nodes | sglang_server_boot(rank0, multinode, own_boot, hostvars) }}
+  {{ boots | sglang_server_boot(rank0, multinode, own_boot) }}
       the server's boot: the least-free node's P, A and headroom across nodes
 """
 
@@ -22,13 +22,12 @@ def deploy_changes(files_changed, changed_this_run, run_backup, before):
     return sglang_state.deploy_changes(files_changed, changed_this_run, run_backup, dict(before or {}))
 
 
-def peer_restart(nodes, host, multinode, changed, hostvars):
-    return sglang_state.peer_restart(list(nodes or []), host, bool(multinode), bool(changed), hostvars)
+def peer_restart(nodes_changed, host, multinode, changed):
+    return sglang_state.peer_restart(dict(nodes_changed or {}), host, multinode, changed)
 
 
-def server_boot(nodes, rank0, multinode, own_boot, hostvars):
-    own = dict(own_boot) if isinstance(own_boot, dict) else None
-    return sglang_state.server_boot(list(nodes or []), rank0, bool(multinode), own, hostvars)
+def server_boot(boots, rank0, multinode, own_boot):
+    return sglang_state.server_boot(dict(boots or {}), rank0, multinode, own_boot)
 
 
 class FilterModule:

@@ -17,7 +17,7 @@ import re
 import yaml
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 
-from sglang_checks import values
+from sglang_checks import service, values
 
 # The roles a host of each group runs (site.yml), in play order.
 ROLES_BY_GROUP = {
@@ -61,7 +61,7 @@ class Roles:
             self.defaults[role] = _load_yaml(os.path.join(roles_dir, role, "defaults", "main.yml"))
         # Facts the sglang role sets while it runs (sglang_*, but no knobs): vars/main.yml lists them.
         role_vars = _load_yaml(os.path.join(roles_dir, "sglang", "vars", "main.yml"))
-        self.run_facts = set(role_vars.get("_sglang_run_facts") or [])
+        self.run_facts = set(role_vars.get("sglang_run_facts") or [])
         self.known = set(PLAYBOOK_VARIABLES) | self.run_facts
         for options in self.specs.values():
             self.known |= set(options)
@@ -308,6 +308,7 @@ def host_refusals(host, variables, groups, roles, rules_for, with_values=True):
         refusals += values.folder_refusals(host, {name: value(variables, roles, name) for name in values.FOLDERS}
                                            | {"sglang_speculative": value(variables, roles, "sglang_speculative")})
     if "sglang" in role_names:
+        refusals += service.refusals(host, lambda name: value(variables, roles, name))
         refusals += release_refusals(host, variables, roles, rules_for)
         refusals += multinode_refusals(host, variables, roles)
     return refusals

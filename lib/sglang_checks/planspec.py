@@ -21,14 +21,14 @@ KNOBS = tuple("sglang_" + key for key in KNOB_KEYS) + (
     "sglang_calibration", "sglang_nodes", "sglang_dist_init_host", "sglang_gpu_compute_capability",
     "sglang_extra_args")
 # Only the role uses these speculative keys (where the draft comes from), not the planner.
-_ROLE_ONLY_SPECULATIVE = ("draft_model_hf_repo", "draft_model_hf_revision")
+ROLE_ONLY_SPECULATIVE = ("draft_model_hf_repo", "draft_model_hf_revision")
 
 
-def node_inputs(node, knobs, facts):
-    """One node's {node, gpu_memory_mib, calibration}: its GPU facts over its knob, its stored calibration
-    over the inventory's (facts: nvidia_gpu and _sglang_calibration_in_use, when known)."""
-    gpu = facts.get("nvidia_gpu") or {}
-    calibration = facts.get("_sglang_calibration_in_use")
+def node_inputs(node, knobs, gpu=None, calibration=None):
+    """One node's {node, gpu_memory_mib, gpu_compute_capability, calibration}: its GPU facts (nvidia_gpu, when
+    preflight read them) over its knobs, the calibration the role has in use on it (model.yml's stored one, or
+    calibrate.yml's measured one) over its inventory's sglang_calibration."""
+    gpu = gpu or {}
     return {"node": node,
             "gpu_memory_mib": gpu.get("memory_mib_min") or knobs.get("sglang_gpu_memory_mib"),
             # The page SGLang's attention backend forces depends on the GPU family (lib/sglang_kvplan/pages.py).
@@ -66,7 +66,7 @@ def spec(host, knobs, per_node, rank0_address, measured=None):
     speculative = knobs.get("sglang_speculative") or {}
     out.update(
         checkpoint_gib=checkpoint if checkpoint is not None else measured.get("checkpoint_gib"),
-        speculative=dict({k: v for k, v in speculative.items() if k not in _ROLE_ONLY_SPECULATIVE},
+        speculative=dict({k: v for k, v in speculative.items() if k not in ROLE_ONLY_SPECULATIVE},
                          draft_model_config=measured.get("draft_model_config"),
                          draft_checkpoint_gib=measured.get("draft_checkpoint_gib"),
                          draft_weights_gib=calibration.get("draft_weights_gib")) if speculative else None,

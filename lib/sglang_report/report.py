@@ -40,7 +40,7 @@ def measured_boots(facts):
                           "pool_tokens": int(boot["pool_tokens"]), "source": boot.get("source", "inventory"),
                           "setup": boot.get("setup") or {}})
     # A pool pinned by --max-total-tokens is the pin, not a point of the profile line: not drawn as one.
-    stored = facts.get("_sglang_calibration_stored") or {}
+    stored = facts.get("calibration_stored") or {}
     if _number(stored.get("mem_fraction_static")) and _number(stored.get("pool_tokens")) and not stored.get("pinned"):
         boots.append({"mem_fraction_static": float(stored["mem_fraction_static"]),
                       "pool_tokens": int(stored["pool_tokens"]),
@@ -136,10 +136,10 @@ def build_report(facts, generated_at, previous=None, previous_path=None):
     smoke = {k: v for k, v in smoke.items() if k not in ("invocation", "_ansible_no_log")}
     level, record = facts.get("sglang_proof_level") or {}, facts.get("sglang_proof_record") or {}
     restored_inputs, restored_calibration = restored_plan(facts.get("restored"), facts.get("calibration_entries"))
-    calibration = facts.get("calibration_in_use") or facts.get("_sglang_calibration_stored") or restored_calibration
+    calibration = facts.get("calibration_in_use") or facts.get("calibration_stored") or restored_calibration
     starts = _number(facts.get("sglang_starts")) or 0
-    # Whether this run (re)started SGLang (the role's own fact; the start count of older facts otherwise).
-    started = facts["sglang_restarted_this_run"] if "sglang_restarted_this_run" in facts else starts > 0
+    # Whether this run (re)started SGLang: the flag the deploy or the restore noted (report.yml passes it).
+    started = facts.get("sglang_restarted_this_run") is True
     report = {
         "version": REPORT_VERSION,
         "host": facts.get("host"),

@@ -10,7 +10,6 @@ from sglang_state.proof_level import (
     proof_level,
     proof_ran,
     proof_record,
-    server_level,
     server_proof_level,
     serving_process,
 )
@@ -19,5 +18,5 @@ from sglang_state.restarts import deploy_changes, peer_restart, server_boot
 
 __all__ = ["PROOF_CHOICES", "ProofLevelError", "calibration_key", "correction", "deploy_changes", "failure_reason",
            "is_stale", "live_state", "model_inputs", "peer_restart", "proof_level", "proof_ran", "proof_record",
-           "rescue_action", "rescue_message", "rescue_node", "server_boot", "server_level", "server_proof_level",
+           "rescue_action", "rescue_message", "rescue_node", "server_boot", "server_proof_level",
            "serving_process", "without_excerpt"]

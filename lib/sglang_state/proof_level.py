@@ -181,44 +181,20 @@ def proof_ran(planned, smoke):
                 last_full_at=None if level == "full" else planned.get("last_full_at"))
 
 
-_TRUE = ("1", "true", "yes", "on", "y", "t")
-
-
-def _flag(value):
-    """Ansible's `bool` filter: True, 1 and the strings it reads as true."""
-    return value is True or (not isinstance(value, bool) and str(value).strip().lower() in _TRUE)
-
-
-def live_state(facts, context_target):
-    """What this run knows of a node's live state (proof_level()'s live), from the node's facts: the flags the
-    deploy noted, the store entry holding the live files (deploy.yml's snapshot found it), the serving process
-    (proof_state.yml), the virtualenv's versions. context_target: the server's proof target."""
-    before = facts.get("_sglang_before") or {}
-    current = next((entry for entry in before.get("entries") or [] if isinstance(entry, dict) and entry.get("current")),
-                   {})
-    if "sglang_restarted_this_run" in facts:
-        restarted = _flag(facts.get("sglang_restarted_this_run"))
-    else:
-        # playbooks/rollback.yml runs no main.yml: its restore counts a start instead
-        try:
-            restarted = int(facts.get("sglang_starts") or 0) > 0
-        except (TypeError, ValueError):
-            restarted = False
-    return {"changed_this_run": _flag(facts.get("sglang_changed_this_run", False)),
-            "restarted_this_run": restarted,
-            "runtime_changed": _flag(facts.get("_sglang_runtime_changed", False)),
+def live_state(before, changed_this_run, restarted_this_run, runtime_changed, process, versions, context_target):
+    """What this run knows of a node's live state (proof_level()'s live), each part an argument:
+    before: the backup store's snapshot deploy.yml took ({entries}; the entry marked current holds the live
+    files; {} when no deploy ran, as in a rollback); changed_this_run / restarted_this_run: the flags the deploy
+    (or a restore) noted; runtime_changed: whether this run switched the runtime; process: the serving process
+    (proof_state.yml); versions: the runtime's versions; context_target: the server's proof target."""
+    flags = {"changed_this_run": changed_this_run, "restarted_this_run": restarted_this_run,
+             "runtime_changed": runtime_changed}
+    for name, value in flags.items():
+        if not isinstance(value, bool):
+            raise ProofLevelError("live_state: %s is %r, not a boolean (the role passes it through | bool)"
+                                  % (name, value))
+    current = next((entry for entry in (before or {}).get("entries") or []
+                    if isinstance(entry, dict) and entry.get("current")), {})
+    return {**flags,
             "entry": current.get("name"), "files": current.get("files", {}),
-            "process": facts.get("_sglang_serving_process"), "versions": facts.get("sglang_venv_versions") or {},
-            "context_target": int(context_target)}
-
-
-def server_level(nodes, host, hostvars, context_target, asked="auto", reprove_after_days=7, now=None):
-    """The proof this host's server needs: each node's level from its own facts and record (nodes: the server's in
-    this batch), the full proof when any node needs it (server_proof_level())."""
-    def level(name):
-        facts = hostvars[name]
-        return proof_level(live_state(facts, context_target), facts.get("_sglang_proof_record") or {}, asked,
-                           reprove_after_days, now)
-
-    own = level(host)
-    return server_proof_level(own, [own if name == host else level(name) for name in nodes if name in hostvars])
+            "process": process, "versions": versions or {}, "context_target": int(context_target)}

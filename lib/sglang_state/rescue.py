@@ -76,23 +76,20 @@ def _action(node, nodes_current_proven, rolling_back, rescue_from, rollback_on_f
     return "restore" if node["target"] else "stop"
 
 
-def nodes_current_proven(node, nodes, hostvars):
-    """Whether the live state is proven on each node of the server in this batch, by each node's store entries
-    (backups.yml read them on every node of the rescue before this; a node that has none counts as this one)."""
-    proven = []
-    for name in nodes or []:
-        facts = hostvars[name] if name in hostvars else {}
-        backups = facts.get("sglang_backups")
-        proven.append(node["current_proven"] if backups is None
-                      else rescue_node({}, backups, None, "")["current_proven"])
-    return proven
+def nodes_current_proven(node, nodes_backups):
+    """Whether the live state is proven on each node of the server in this batch, by each node's store entries.
+    nodes_backups: {node: its store entries} (rescue.yml gathers them after backups.yml read them on every node of
+    the rescue); a node whose entries are None (not read) counts as this one."""
+    return [node["current_proven"] if backups is None else rescue_node({}, backups, None, "")["current_proven"]
+            for backups in (nodes_backups or {}).values()]
 
 
-def rescue_action(node, nodes, hostvars, rolling_back=False, rescue_from="", rollback_on_failure=False):
-    """rescue_node()'s dict with its action: kept | none | left | restore | stop. Across nodes (nodes: the server's
-    in this batch) every node decides the same: the live state is kept only when it is proven on all of them, else
-    each node restores its last proven entry, unchanged ones too, so that all restart together."""
-    return dict(node, action=_action(node, nodes_current_proven(node, nodes, hostvars), bool(rolling_back),
+def rescue_action(node, nodes_backups, rolling_back=False, rescue_from="", rollback_on_failure=False):
+    """rescue_node()'s dict with its action: kept | none | left | restore | stop. Across nodes (nodes_backups: the
+    store entries of the server's nodes in this batch, by node) every node decides the same: the live state is
+    kept only when it is proven on all of them, else each node restores its last proven entry, unchanged ones
+    too, so that all restart together."""
+    return dict(node, action=_action(node, nodes_current_proven(node, nodes_backups), bool(rolling_back),
                                      rescue_from or "", bool(rollback_on_failure)))
 
 

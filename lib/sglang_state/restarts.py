@@ -31,47 +31,38 @@ def deploy_changes(files_changed, changed_this_run, run_backup, before):
             "run_backup": run_backup or ""}
 
 
-def _changed(result):
-    """Ansible's `changed` test on a registered result (a loop's: any of its items)."""
-    if not isinstance(result, dict):
-        return False
-    if "changed" in result:
-        return bool(result["changed"])
-    return any(isinstance(each, dict) and each.get("changed") for each in result.get("results") or [])
+def peer_restart(nodes_changed, host, multinode, changed):
+    """{restart, changed}: the other nodes of this host's server whose files this deploy changed, and whether this
+    host restarts with them (changed: whether this run changed this host).
 
-
-def peer_restart(nodes, host, multinode, changed, hostvars):
-    """{restart, changed}: the other nodes of this host's server (nodes: those in this batch) whose files this
-    deploy changed, and whether this host restarts with them (changed: whether this run changed this host).
-
-    Read from the nodes' registered renders (_sglang_rendered_unit, _sglang_rendered_secrets), which every node
-    has before this is decided, so the answer does not depend on which node's note lands first. A run changes
-    the nodes of a server together: a node that changed nothing before this deploy has peers that changed
-    nothing before it either (a corrective deploy follows a start, which restarted every node of the server)."""
+    nodes_changed: {node: whether this deploy changed its unit, env file or config} for the server's nodes in
+    this batch, gathered by deploy.yml from every node's renders once all of them rendered, so the answer does
+    not depend on which node's note lands first. A run changes the nodes of a server together: a node that
+    changed nothing before this deploy has peers that changed nothing before it either (a corrective deploy
+    follows a start, which restarted every node of the server)."""
     if not multinode:
         return {"restart": False, "changed": []}
-    rendered = [node for node in nodes if node != host and node in hostvars
-                and (_changed(hostvars[node].get("_sglang_rendered_unit"))
-                     or _changed(hostvars[node].get("_sglang_rendered_secrets")))]
+    rendered = [node for node, node_changed in (nodes_changed or {}).items() if node != host and node_changed]
     return {"restart": not changed and len(rendered) > 0, "changed": rendered}
 
 
-def _skipped(result):
-    return isinstance(result, dict) and bool(result.get("skipped"))
+def _read(boot):
+    """A boot read as sglang_boot_facts returned it; one without `found` (a read that was skipped because
+    nothing started, or never ran on that node) is no boot read."""
+    return dict(boot) if isinstance(boot, dict) and "found" in boot else {"found": False}
 
 
-def server_boot(nodes, rank0, multinode, own_boot, hostvars):
-    """What the server's boot measured: this node's boot lines, or across nodes rank 0's with P, A and the headroom
-    of the least-free node (named as limiting_node). A run that started nothing read no lines: {found: false}."""
-    read = (hostvars[rank0].get("_sglang_node_boot") if rank0 in hostvars else None) if multinode else own_boot
-    boot = {"found": False} if read is None or _skipped(read) else dict(read)
+def server_boot(boots, rank0, multinode, own_boot):
+    """What the server's boot measured: this node's boot lines (own_boot), or across nodes rank 0's with P, A
+    and the headroom of the least-free node (named as limiting_node). A run that started nothing read no lines:
+    {found: false}.
+
+    boots: {node: that node's sglang_boot_facts result} for every node of the server (deploy.yml gathers them
+    once every node has read its journal); rank0: the node whose boot names the server's pool."""
+    boot = _read((boots or {}).get(rank0)) if multinode else _read(own_boot)
     if not multinode or not boot.get("found"):
         return boot
-    found = []
-    for node in nodes:
-        node_boot = hostvars[node].get("_sglang_node_boot") if node in hostvars else None
-        if isinstance(node_boot, dict) and node_boot.get("found"):
-            found.append(dict(node_boot, node=node))
+    found = [dict(read, node=node) for node, read in (boots or {}).items() if _read(read).get("found")]
     least = min(found, key=lambda each: each["pre_load_avail_gib"])
     least_after = min(found, key=lambda each: each["post_load_avail_gib"])
     ends = [each.get("pool_end_avail_gib") for each in found]

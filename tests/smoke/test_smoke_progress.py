@@ -173,8 +173,8 @@ def run_proof(tmp_path, url, **overrides):
     host, port = url.rsplit("//", 1)[1].split(":")
     play_vars = dict(defaults, _sglang_local_address=host, sglang_port=int(port), sglang_api_key="",
                      sglang_ready_timeout=60, sglang_smoke_timeout=60,
-                     # the full proof, as prove.yml's decision gives it after a change
-                     _sglang_proof_level={"level": "full", "reason": "this run changed the files"}, **overrides)
+                     # the full proof, as this node's decision gives it after a change (prove.yml's first task)
+                     _sglang_proof_own={"level": "full", "reason": "this run changed the files"}, **overrides)
     play = [{"name": "The proof as smoke.yml runs it", "hosts": "localhost", "connection": "local",
              "gather_facts": False, "vars": play_vars,
              "tasks": [{"name": "Prove", "vars": block_vars, "block": tasks},

@@ -159,7 +159,7 @@ def test_the_spec_carries_the_transport_to_the_planner():
     knobs = {name: None for name in planspec.KNOBS}
     knobs.update(sglang_model="kimi-k2.6", sglang_tp_size=8, sglang_version="0.5.23", sglang_context_target=100_000,
                  sglang_gpu_memory_mib=97_887, sglang_extra_args=["--mm-feature-transport", "cuda_ipc"])
-    per_node = [planspec.node_inputs("h", knobs, {})]
+    per_node = [planspec.node_inputs("h", knobs)]
     spec, server, _ = planspec.spec("h", knobs, per_node, "h")
     assert spec["mm_feature_transport"] == "cuda_ipc"
     plain = planspec.plan(dict(spec, mm_feature_transport=None), server)

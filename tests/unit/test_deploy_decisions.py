@@ -30,34 +30,31 @@ def test_a_first_install_has_no_state_to_note():
     assert deploy_changes(True, False, "", {"name": None, "entries": []})["run_backup"] == ""
 
 
-CHANGED, SAME = {"changed": True}, {"changed": False}
-# what each node registered rendering its files: a's unit changed; b's nothing; c's env file (a loop) changed
-RENDERS = {"a": {"_sglang_rendered_unit": CHANGED, "_sglang_rendered_secrets": {"results": [SAME, SAME]}},
-           "b": {"_sglang_rendered_unit": SAME, "_sglang_rendered_secrets": {"results": [SAME, SAME]}},
-           "c": {"_sglang_rendered_unit": SAME, "_sglang_rendered_secrets": {"results": [CHANGED, SAME]}}}
+# whether each node's deploy changed its files (deploy.yml gathers it from every node's renders): a and c did
+CHANGED = {"a": True, "b": False, "c": True}
 
 
 def test_a_node_that_changed_nothing_restarts_with_the_peers_that_changed():
-    assert peer_restart(["a", "b", "c"], "b", True, False, RENDERS) == {"restart": True, "changed": ["a", "c"]}
+    assert peer_restart(CHANGED, "b", True, False) == {"restart": True, "changed": ["a", "c"]}
 
 
 def test_a_node_that_changed_restarts_by_its_own_change_not_again_as_a_peer():
-    assert peer_restart(["a", "b", "c"], "a", True, True, RENDERS) == {"restart": False, "changed": ["c"]}
+    assert peer_restart(CHANGED, "a", True, True) == {"restart": False, "changed": ["c"]}
     # ... as after a corrective deploy's start: the run changed it already
-    assert peer_restart(["a", "b", "c"], "b", True, True, RENDERS)["restart"] is False
+    assert peer_restart(CHANGED, "b", True, True)["restart"] is False
 
 
 def test_nothing_changed_anywhere_or_one_node_restarts_nothing_more():
-    quiet = {"a": RENDERS["b"], "b": RENDERS["b"]}
-    assert peer_restart(["a", "b"], "b", True, False, quiet) == {"restart": False, "changed": []}
-    assert peer_restart(["a"], "a", False, False, RENDERS) == {"restart": False, "changed": []}
+    assert peer_restart({"a": False, "b": False}, "b", True, False) == {"restart": False, "changed": []}
+    assert peer_restart({"a": True}, "a", False, False) == {"restart": False, "changed": []}
+    assert peer_restart(CHANGED, "b", False, False) == {"restart": False, "changed": []}  # one node: no peers
 
 
 def test_only_the_nodes_given_are_waited_for():
     # The caller passes this batch's nodes (vars/main.yml _sglang_batch_nodes): a changed peer "a" left out of the
-    # list restarts nothing here, and a node missing from the inventory's renders counts as unchanged.
-    assert peer_restart(["b"], "b", True, False, RENDERS)["restart"] is False
-    assert peer_restart(["b", "z"], "b", True, False, RENDERS)["restart"] is False  # z: not in the inventory
+    # dict restarts nothing here.
+    assert peer_restart({"b": False}, "b", True, False)["restart"] is False
+    assert peer_restart({"b": False, "z": False}, "b", True, False)["restart"] is False
 
 
 def boot(pre, post, end=None, pool=200064):
@@ -66,19 +63,19 @@ def boot(pre, post, end=None, pool=200064):
 
 
 def test_one_node_s_boot_is_its_own():
-    assert server_boot(["h"], "h", False, boot(79.1, 40.2, 6.0), {}) == boot(79.1, 40.2, 6.0)
+    assert server_boot({}, "h", False, boot(79.1, 40.2, 6.0)) == boot(79.1, 40.2, 6.0)
 
 
 def test_a_run_that_started_nothing_read_no_boot():
-    assert server_boot(["h"], "h", False, {"skipped": True, "changed": False}, {}) == {"found": False}
-    assert server_boot(["a", "b"], "a", True, None, {"a": {"_sglang_node_boot": {"skipped": True}}}) == \
-        {"found": False}
+    assert server_boot({}, "h", False, {"skipped": True, "changed": False}) == {"found": False}
+    assert server_boot({"a": {"skipped": True}, "b": {}}, "a", True, None) == {"found": False}
+    assert server_boot({}, "a", True, None) == {"found": False}  # rank 0 not gathered
 
 
 def test_across_nodes_the_server_takes_the_least_free_node_and_names_it():
-    hostvars = {"a": {"_sglang_node_boot": boot(79.5, 41.0, 7.0)}, "b": {"_sglang_node_boot": boot(79.0, 40.5, None)},
-                "c": {"_sglang_node_boot": boot(79.9, 40.1, 6.5)}, "d": {"_sglang_node_boot": {"found": False}}}
-    got = server_boot(["a", "b", "c", "d"], "a", True, hostvars["b"]["_sglang_node_boot"], hostvars)
+    boots = {"a": boot(79.5, 41.0, 7.0), "b": boot(79.0, 40.5, None), "c": boot(79.9, 40.1, 6.5),
+             "d": {"found": False}, "e": {"skipped": True}}
+    got = server_boot(boots, "a", True, boots["b"])
     assert got["pre_load_avail_gib"] == 79.0 and got["post_load_avail_gib"] == 40.1
     assert got["pool_end_avail_gib"] == 6.5 and got["limiting_node"] == "c"
     assert got["pool_tokens"] == 200064  # rank 0's pool: the one server's

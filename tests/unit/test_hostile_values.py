@@ -291,10 +291,10 @@ def test_optional_numbers_may_be_empty():
 
 # --- through Ansible: the role's task file, one sentence per value, no traceback, no secret ---
 
-def test_values_yml_refuses_each_bad_value_once_through_ansible():
+def test_the_role_s_input_check_refuses_each_bad_value_once_through_ansible():
     extra = {"sglang_extra_args": ["--hos", "0.0.0.0"], "sglang_api_key": ["k1-secret", "k2-secret"],
              "sglang_environment": {"A": "1\nLD_PRELOAD=/x.so"}, "sglang_server_name": "../../../x",
-             "sglang_context_target": "abc", "sglang_hf_token_file": "/etc/hf-token"}
+             "sglang_hf_token_file": "/etc/hf-token"}
     env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(REPO, "ansible.cfg"), ANSIBLE_NOCOLOR="1")
     result = subprocess.run([os.path.join(os.path.dirname(sys.executable), "ansible-playbook"),
                              "tests/unit/hostile_values_localhost.yml", "-e", json.dumps(extra)], cwd=REPO, env=env,
@@ -311,7 +311,7 @@ def test_values_yml_refuses_each_bad_value_once_through_ansible():
 def test_the_role_checks_values_before_anything_else():
     with open(os.path.join(REPO, "roles", "sglang", "tasks", "main.yml"), encoding="utf-8") as handle:
         tasks = yaml.safe_load(handle)
-    assert tasks[0]["ansible.builtin.import_tasks"] == "values.yml"
+    assert tasks[0]["ansible.builtin.import_tasks"] == "inputs.yml"
 
 
 # --- the Hub token's folders: only those the role owns are created or chowned ---

@@ -9,7 +9,6 @@ from sglang_state import (
     proof_level,
     proof_ran,
     proof_record,
-    server_level,
     server_proof_level,
     serving_process,
 )
@@ -139,38 +138,43 @@ def test_a_unit_not_installed_yet_runs_nothing_proven():
 ENTRY = {"name": "20261201T080000000000Z", "current": True, "files": dict(FILES)}
 
 
-def facts(**changes):
-    """A node's facts after a deploy that changed nothing (deploy.yml, proof_state.yml, versions.yml)."""
-    made = {"sglang_changed_this_run": False, "sglang_restarted_this_run": False,
-            "_sglang_before": {"entries": [{"name": "20261101T000000000000Z", "current": False}, ENTRY]},
-            "_sglang_serving_process": dict(PROCESS), "sglang_venv_versions": dict(VERSIONS),
-            "_sglang_proof_record": record()}
-    made.update(changes)
-    return made
+BEFORE = {"entries": [{"name": "20261101T000000000000Z", "current": False}, ENTRY]}
 
 
-def test_the_live_state_is_read_from_the_node_s_facts():
-    assert live_state(facts(), "200000") == dict(live(), changed_this_run=False, restarted_this_run=False,
-                                                 runtime_changed=False)
+def test_the_live_state_is_what_the_deploy_noted_and_the_entry_marked_current():
+    assert live_state(BEFORE, False, False, False, dict(PROCESS), dict(VERSIONS), "200000") == \
+        dict(live(), changed_this_run=False, restarted_this_run=False, runtime_changed=False)
+    got = live_state(BEFORE, True, True, True, dict(PROCESS), dict(VERSIONS), 200000)
+    assert got["changed_this_run"] and got["restarted_this_run"] and got["runtime_changed"]
 
 
-def test_a_rollback_that_ran_no_deploy_counts_its_restore_s_start_as_a_restart():
-    rolled = facts()
-    del rolled["sglang_restarted_this_run"], rolled["sglang_changed_this_run"]
-    assert live_state(dict(rolled, sglang_starts=1), 200000)["restarted_this_run"] is True
-    assert live_state(rolled, 200000)["restarted_this_run"] is False
-    assert live_state(rolled, 200000)["changed_this_run"] is False
+def test_a_rollback_that_ran_no_deploy_has_no_entry_to_compare():
+    got = live_state({}, False, True, False, dict(PROCESS), None, 200000)
+    assert got["entry"] is None and got["files"] == {} and got["versions"] == {}
+
+
+@pytest.mark.parametrize("flag", ["true", "False", 1, None])
+def test_a_flag_that_is_not_a_boolean_is_refused_not_guessed(flag):
+    # The role passes its flags through Ansible's bool; a string here means a caller forgot, and reading it as
+    # Python truth would turn "False" into a change.
+    with pytest.raises(ProofLevelError, match="changed_this_run"):
+        live_state(BEFORE, flag, False, False, dict(PROCESS), dict(VERSIONS), 200000)
+
+
+def level(changed=False, target=200000):
+    own = live_state(BEFORE, changed, False, False, dict(PROCESS), dict(VERSIONS), target)
+    return proof_level(own, record(), "auto", 7, NOW)
 
 
 def test_a_node_that_changed_makes_the_whole_server_prove_in_full():
-    hostvars = {"a": facts(), "b": facts(sglang_changed_this_run=True)}
-    assert server_level(["a", "b"], "a", hostvars, 200000, now=NOW)["level"] == "full"
-    assert server_level(["a", "b"], "a", hostvars, 200000, now=NOW)["reason"].startswith("this run changed")
-    assert server_level(["a"], "a", hostvars, 200000, now=NOW)["level"] == "check"
+    got = server_proof_level(level(), [level(), level(changed=True)])
+    assert got["level"] == "full" and got["reason"].startswith("this run changed")
+    assert server_proof_level(level(), [level()])["level"] == "check"
 
 
 def test_a_server_whose_nodes_changed_nothing_is_checked_against_this_node_s_record():
-    hostvars = {"a": facts(), "b": facts()}
-    got = server_level(["a", "b"], "a", hostvars, 200000, now=NOW)
+    got = server_proof_level(level(), [level(), level()])
     assert got["level"] == "check" and got["expect"] == {"pool_tokens": 200064, "context_length": 200000}
-    assert server_level(["a", "b"], "a", hostvars, 100000, now=NOW)["level"] == "full"  # another target
+    assert server_proof_level(level(target=100000), [level(target=100000)])["level"] == "full"  # another target
+
+

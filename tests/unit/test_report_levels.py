@@ -73,7 +73,8 @@ def page(facts, tmp_path):
 def check_run(facts):
     """A re-run that changed nothing: no start, no boot lines read, the check level."""
     facts = copy.deepcopy(facts)
-    facts.update(sglang_starts=0, sglang_corrective_restarts=0, sglang_boot={"skipped": True},
+    facts.update(sglang_starts=0, sglang_restarted_this_run=False, sglang_corrective_restarts=0,
+                 sglang_boot={"skipped": True},
                  sglang_proof_record=RECORD,
                  sglang_proof_level={"level": "check", "last_full_at": RECORD["full_at"],
                                      "reason": "nothing changed since the full proof of %s" % RECORD["full_at"]},
@@ -103,7 +104,7 @@ def test_no_start_shows_no_boot_time(facts, tmp_path):
     assert parsed.tables["boot"]["boot time (s, unit start to ready)"] == "no start this run"
     report, parsed = page(facts, tmp_path / "started")  # the fixture's run started twice
     assert report["boot_wait_s"] == 42.3
-    # the role's own fact wins over a start count carried from an earlier play of the same playbook
+    # the role's flag decides, not a start count carried from an earlier play of the same playbook
     later = dict(facts, sglang_restarted_this_run=False)
     assert build_report(later, "now")["boot_wait_s"] is None
 
@@ -145,7 +146,7 @@ def test_a_rollback_names_the_restored_plan_and_its_calibration(tmp_path):
                                         "pool_tokens": 200064, "measured_at": "2026-11-28T06:58:00+00:00"},
         "a tp4 pp2 dp1 sglang-0.5.23": {"tp_size": 4, "pp_size": 2, "dp_size": 1, "sglang_version": "0.5.23",
                                         "pool_tokens": 1, "measured_at": "2026-11-30T00:00:00+00:00"}}
-    facts = {"host": "ct200", "sglang_starts": 1,
+    facts = {"host": "ct200", "sglang_starts": 1, "sglang_restarted_this_run": True,
              "restored": {"name": "20261128T065500000000Z", "plan": "target 200,000 -> pool 200,064 tokens",
                           "calibrated": True, "versions": {"sglang": "0.5.23"}, "context_target": 200000,
                           "unit": UNIT},

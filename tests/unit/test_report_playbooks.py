@@ -67,8 +67,9 @@ def test_role_writes_the_run_report_on_the_controller(tmp_path):
         "        sglang_smoke: '{{ report_facts.sglang_smoke }}'\n"
         "        _sglang_ready: '{{ report_facts.sglang_ready }}'\n"
         "        sglang_starts: 2\n"
+        "        sglang_restarted_this_run: true\n"
         "        sglang_corrective_restarts: 1\n"
-        "        _sglang_calibration_stored: '{{ report_facts._sglang_calibration_stored }}'\n"
+        "        _sglang_calibration_stored: '{{ report_facts.calibration_stored }}'\n"
         "        sglang_measured_boots: '{{ report_facts.sglang_measured_boots }}'\n"
         "    - ansible.builtin.include_role:\n        name: sglang\n        tasks_from: report\n")
     result = run(str(play), "-e", "@%s" % extra)

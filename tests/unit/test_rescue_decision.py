@@ -13,10 +13,10 @@ def node(health=HEALTHY, backups=(PROVEN, NEW), last_proven=PROVEN["name"], run_
     return rescue_node(health, list(backups), last_proven, run_backup, failure)
 
 
-def action(part, hostvars=None, **kwargs):
-    """The action on host "h" of a server whose nodes' stores are hostvars (by default h alone, its part as read)."""
-    hostvars = {"h": {}} if hostvars is None else hostvars
-    return rescue_action(part, list(hostvars), hostvars, **kwargs)["action"]
+def action(part, nodes_backups=None, **kwargs):
+    """The action on host "h" of a server whose nodes' store entries are nodes_backups (by default h alone,
+    not read again: its part as read)."""
+    return rescue_action(part, {"h": None} if nodes_backups is None else nodes_backups, **kwargs)["action"]
 
 
 def test_a_start_that_never_became_healthy_always_restores_the_last_proven_state():
@@ -55,18 +55,18 @@ LIVE_PROVEN = [dict(PROVEN, current=True)]
 def test_a_live_state_proven_on_every_node_that_answers_is_kept():
     part = node(backups=LIVE_PROVEN)
     assert part["current_proven"] is True
-    assert action(part, {"a": {"sglang_backups": LIVE_PROVEN}, "b": {"sglang_backups": LIVE_PROVEN}},
+    assert action(part, {"a": LIVE_PROVEN, "b": LIVE_PROVEN},
                   rescue_from="proof") == "kept"
 
 
 def test_across_nodes_one_unproven_node_makes_every_node_restore():
     part = node(backups=LIVE_PROVEN)
-    assert action(part, {"a": {"sglang_backups": LIVE_PROVEN}, "b": {"sglang_backups": [PROVEN, NEW]}}) == "restore"
+    assert action(part, {"a": LIVE_PROVEN, "b": [PROVEN, NEW]}) == "restore"
 
 
 def test_a_node_whose_store_was_not_read_counts_as_this_one():
-    assert action(node(backups=LIVE_PROVEN), {"a": {"sglang_backups": LIVE_PROVEN}, "b": {}}) == "kept"
-    assert action(node(), {"a": {"sglang_backups": LIVE_PROVEN}, "b": {}}) == "restore"
+    assert action(node(backups=LIVE_PROVEN), {"a": LIVE_PROVEN, "b": None}) == "kept"
+    assert action(node(), {"a": LIVE_PROVEN, "b": None}) == "restore"
 
 
 def test_a_rollback_is_not_rescued_by_another():
@@ -99,7 +99,7 @@ def message(part, **facts):
 
 
 def test_the_message_says_what_was_restored_and_why_and_redacts_the_key_in_the_journal():
-    part = rescue_action(node(health=DOWN), ["h"], {"h": {}})
+    part = rescue_action(node(health=DOWN), {"h": None})
     text = message(part)
     assert text.startswith("boom Restored the last proven state 20261130T080000000000Z (context 150000), which "
                            "serves again (always, for a start that never became healthy).\n")
@@ -108,7 +108,7 @@ def test_the_message_says_what_was_restored_and_why_and_redacts_the_key_in_the_j
 
 
 def test_the_message_names_a_virtualenv_that_differs_from_the_restored_state():
-    part = rescue_action(node(), ["h"], {"h": {}}, rescue_from="proof", rollback_on_failure=True)
+    part = rescue_action(node(), {"h": None}, rescue_from="proof", rollback_on_failure=True)
     text = message(part, rescue_from="proof", versions_now={"sglang": "0.5.23"})
     assert "(sglang_rollback_on_failure). Its virtualenv now has {\"sglang\": \"0.5.23\"} where that state ran " \
            "{\"sglang\": \"0.5.22\"} (an entry from before runtimes" in text and "rollback.yml -e" not in text
@@ -129,7 +129,7 @@ def test_each_action_says_what_it_left(part, expected):
 
 
 def test_an_unproven_fallback_is_called_known_not_proven():
-    part = rescue_action(node(backups=[NEW], last_proven=None, run_backup="/b/20261130T080000000000Z"), ["h"], {})
+    part = rescue_action(node(backups=[NEW], last_proven=None, run_backup="/b/20261130T080000000000Z"), {"h": None})
     text = message(part, entry={"name": "20261130T080000000000Z"}, api_key="")
     assert "Restored the last known (unproven) state 20261130T080000000000Z (context ?)" in text
     assert "(always, for a failed deploy)" in text and "api_key=s3cret" in text

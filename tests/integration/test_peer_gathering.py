@@ -1,0 +1,103 @@
+"""The steps of a server across nodes that gather the peers' values, run through Ansible as the role writes them.
+
+deploy.yml and prove.yml gather each node's renders, boot read and proof level from the other nodes of the
+server with map('extract', hostvars, ...), and hand them to lib/sglang_state as one dict or list. The tasks here
+are lifted from the role's files by name (not copied), run on two local hosts a and b of one server, with what
+each node would have registered set by hand: a's unit changed, b's did not; b's GPUs are the least free.
+"""
+
+import json
+import os
+import subprocess
+import sys
+
+import yaml
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+PLAYBOOK_BIN = os.path.join(os.path.dirname(sys.executable), "ansible-playbook")
+TASKS = os.path.join(REPO, "roles", "sglang", "tasks")
+
+
+def _task(path, name_start):
+    """The task (or a task inside a block) of a role file whose name starts with name_start, with its block's
+    vars folded in (Ansible gives a block's vars to its tasks)."""
+    def walk(items, inherited):
+        for item in items:
+            if str(item.get("name", "")).startswith(name_start):
+                return dict(item, vars=dict(inherited, **(item.get("vars") or {})))
+            if "block" in item:
+                found = walk(item["block"], dict(inherited, **(item.get("vars") or {})))
+                if found:
+                    return found
+        return None
+    with open(os.path.join(TASKS, path), encoding="utf-8") as handle:
+        found = walk(yaml.safe_load(handle), {})
+    assert found, "%s has no task named %r..." % (path, name_start)
+    return found
+
+
+def boot(pre, post):
+    return {"found": True, "pre_load_avail_gib": pre, "post_load_avail_gib": post, "pool_tokens": 200064}
+
+
+def run(tmp_path, tasks, node_facts):
+    with open(os.path.join(REPO, "roles", "sglang", "defaults", "main.yml"), encoding="utf-8") as handle:
+        play_vars = yaml.safe_load(handle)
+    with open(os.path.join(REPO, "roles", "sglang", "vars", "main.yml"), encoding="utf-8") as handle:
+        play_vars.update(yaml.safe_load(handle))  # the role's own vars (_sglang_nodes, _sglang_batch_nodes, ...)
+    play_vars["sglang_nodes"] = ["a", "b"]
+    inventory = {"all": {"hosts": {name: {"ansible_connection": "local", "ansible_python_interpreter": sys.executable}
+                                   for name in ("a", "b")}}}
+    (tmp_path / "hosts.yml").write_text(yaml.safe_dump(inventory))
+    out = tmp_path / "out"
+    out.mkdir()
+    play = [{"hosts": "all", "gather_facts": False, "vars": play_vars, "tasks": [
+        {"name": "What each node registered", "ansible.builtin.set_fact": {
+            name: "{{ ('%s' | from_json)[inventory_hostname] }}"
+            % json.dumps({host: facts[name] for host, facts in node_facts.items()})
+            for name in node_facts["a"]}}] + tasks + [
+        {"name": "Keep what the role decided", "delegate_to": "localhost", "ansible.builtin.copy": {
+            "dest": str(out) + "/{{ inventory_hostname }}.json",
+            "content": "{{ {'peers': _sglang_peers | default(none), 'boot': sglang_boot | default(none),"
+                       " 'own': _sglang_proof_own | default(none), 'level': _sglang_proof_level | default(none)}"
+                       " | to_json }}"}}]}]
+    (tmp_path / "play.yml").write_text(yaml.safe_dump(play, sort_keys=False))
+    env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(REPO, "ansible.cfg"), ANSIBLE_NOCOLOR="1")
+    result = subprocess.run([PLAYBOOK_BIN, "-i", str(tmp_path / "hosts.yml"), str(tmp_path / "play.yml")], cwd=REPO,
+                            env=env, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stdout + result.stderr
+    return {host: json.loads((out / ("%s.json" % host)).read_text()) for host in ("a", "b")}
+
+
+def test_a_node_whose_files_did_not_change_restarts_with_the_peer_whose_did(tmp_path):
+    before = {"name": None, "entries": []}
+    facts = {host: {"_sglang_rendered_unit": {"changed": host == "a"},
+                    "_sglang_rendered_secrets": {"changed": False, "results": [{"changed": False}]},
+                    "_sglang_before": before, "sglang_changed_this_run": False, "sglang_run_backup": ""}
+             for host in ("a", "b")}
+    got = run(tmp_path, [_task("deploy.yml", "Note whether this run changed the service's files")], facts)
+    assert got["b"]["peers"] == {"restart": True, "changed": ["a"]}
+    assert got["a"]["peers"] == {"restart": False, "changed": []}
+
+
+def test_the_server_s_boot_is_the_least_free_node_s(tmp_path):
+    facts = {"a": {"_sglang_node_boot": boot(79.5, 41.0), "_sglang_files_changed": True},
+             "b": {"_sglang_node_boot": boot(79.0, 40.1), "_sglang_files_changed": True}}
+    task = _task("deploy.yml", "Note whether this run (re)started SGLang")
+    task["vars"] = dict(task["vars"], _sglang_started={"changed": True}, _sglang_peer_changed={"changed": False})
+    got = run(tmp_path, [task], facts)
+    for host in ("a", "b"):
+        assert got[host]["boot"]["limiting_node"] == "b" and got[host]["boot"]["post_load_avail_gib"] == 40.1
+
+
+def test_a_server_is_proven_in_full_when_one_node_changed(tmp_path):
+    process = {"invocation_id": "1f2e", "main_pid": "4242", "exec_main_start": "x"}
+    facts = {host: {"_sglang_before": {"entries": []}, "_sglang_serving_process": process,
+                    "_sglang_proof_record": {}, "sglang_changed_this_run": host == "b",
+                    "sglang_restarted_this_run": False, "sglang_venv_versions": {}} for host in ("a", "b")}
+    decide = _task("prove.yml", "Decide this node's proof")
+    planned = _task("prove.yml", "Prove the KV pool")["vars"]["_sglang_proof_planned"]
+    keep = {"name": "The server's proof", "ansible.builtin.set_fact": {"_sglang_proof_level": planned}}
+    got = run(tmp_path, [decide, keep], facts)
+    assert got["a"]["own"]["level"] == "full"  # never proven: both need the full proof on their own
+    assert got["a"]["level"]["level"] == got["b"]["level"]["level"] == "full"

@@ -1,0 +1,57 @@
+"""Every role task file a playbook includes is an entry point with a contract: an argument_specs entry that
+Ansible validates before the file's first task (a missing argument is refused by name, nothing runs)."""
+
+import glob
+import json
+import os
+import subprocess
+import sys
+
+import yaml
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+# roles/sglang/tasks/router_workers.yml becomes the sglang_router role's `membership` entry point (branch router).
+MOVING = {("sglang", "router_workers")}
+
+
+def _includes(items):
+    for item in items or []:
+        if not isinstance(item, dict):
+            continue
+        for key in ("ansible.builtin.include_role", "ansible.builtin.import_role", "include_role", "import_role"):
+            if isinstance(item.get(key), dict) and item[key].get("tasks_from"):
+                yield item[key]["name"], os.path.splitext(item[key]["tasks_from"])[0]
+        for key in ("block", "rescue", "always", "tasks", "pre_tasks", "post_tasks"):
+            yield from _includes(item.get(key))
+
+
+def playbook_includes():
+    found = set()
+    for path in [os.path.join(REPO, "site.yml")] + sorted(glob.glob(os.path.join(REPO, "playbooks", "*.yml"))):
+        with open(path, encoding="utf-8") as handle:
+            found |= set(_includes(yaml.safe_load(handle)))
+    return found
+
+
+def test_every_included_task_file_has_an_argument_specs_entry():
+    includes = playbook_includes()
+    assert ("sglang", "restore") in includes and ("sglang", "inspect") in includes
+    missing = []
+    for role, entry in sorted(includes - MOVING):
+        with open(os.path.join(REPO, "roles", role, "meta", "argument_specs.yml"), encoding="utf-8") as handle:
+            if entry not in yaml.safe_load(handle)["argument_specs"]:
+                missing.append("%s: %s" % (role, entry))
+    assert not missing, "playbooks include task files without an argument_specs entry: %s" % missing
+
+
+def test_a_restore_without_its_entry_is_refused_before_anything_runs(tmp_path):
+    play = tmp_path / "restore.yml"
+    play.write_text(json.dumps([{"hosts": "localhost", "connection": "local", "gather_facts": False, "tasks": [
+        {"ansible.builtin.include_role": {"name": "sglang", "tasks_from": "restore"}}]}]))
+    env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(REPO, "ansible.cfg"), ANSIBLE_NOCOLOR="1")
+    result = subprocess.run([os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), str(play)],
+                            cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
+    out = result.stdout + result.stderr
+    assert result.returncode != 0, out
+    assert "_sglang_restore_name" in out and "required" in out, out
+    assert "Check the entry's runtime" not in out  # restore.yml's first task never ran

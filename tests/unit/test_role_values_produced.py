@@ -1,0 +1,123 @@
+"""Every role-private value the sglang role reads is produced somewhere in the role (or by the playbook that
+includes it): a register, a set_fact, a task's or block's vars, an include's vars, the role's vars or defaults.
+
+The decisions in lib/sglang_state take their inputs as arguments, and the YAML gathers them (deploy.yml's
+renders and boot reads, prove.yml's levels, rescue.yml's stores, plan.yml's GPU facts and calibrations). A task
+file that stops producing a value one of those steps reads (a renamed register, a dropped set_fact key) would
+otherwise pass every fast test: Jinja reads an undefined register of another host as {} through
+map('default', {}). This test reads the YAML and fails on such a name.
+"""
+
+import functools
+import os
+import re
+import shutil
+
+import pytest
+import yaml
+
+ROOT = os.path.join(os.path.dirname(__file__), os.pardir, os.pardir)
+ROLE = os.path.join(ROOT, "roles", "sglang")
+PRIVATE = re.compile(r"\b_sglang_\w+")
+# Keywords whose value names a variable the task produces.
+LOOP_VAR = ("loop_control", "loop_var")
+
+
+def _yaml_files(*folders):
+    for folder in folders:
+        for base, _dirs, files in os.walk(folder):
+            for name in sorted(files):
+                if name.endswith((".yml", ".yaml")):
+                    yield os.path.join(base, name)
+
+
+def _strings(value):
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            yield from _strings(key)
+            yield from _strings(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _strings(item)
+
+
+def _produced_by(task):
+    """The names a task (or block, or play) defines: register, set_fact keys, vars, loop_var."""
+    names = set()
+    if not isinstance(task, dict):
+        return names
+    if isinstance(task.get("register"), str):
+        names.add(task["register"])
+    for key in ("vars", "ansible.builtin.set_fact", "set_fact"):
+        if isinstance(task.get(key), dict):
+            names |= set(task[key])
+    if isinstance(task.get(LOOP_VAR[0]), dict) and task[LOOP_VAR[0]].get(LOOP_VAR[1]):
+        names.add(task[LOOP_VAR[0]][LOOP_VAR[1]])
+    for key in ("block", "rescue", "always", "tasks", "pre_tasks", "post_tasks", "handlers"):
+        for inner in task.get(key) or []:
+            names |= _produced_by(inner)
+    return names
+
+
+@functools.lru_cache(maxsize=4)
+def produced(role=ROLE):
+    names = set()
+    for path in _yaml_files(os.path.join(role, "tasks"), os.path.join(role, "handlers"),
+                            os.path.join(ROOT, "playbooks")):
+        for item in yaml.safe_load(open(path, encoding="utf-8")) or []:
+            names |= _produced_by(item)
+    for path in (os.path.join(role, "vars", "main.yml"), os.path.join(role, "defaults", "main.yml")):
+        names |= set(yaml.safe_load(open(path, encoding="utf-8")) or {})
+    names |= set(yaml.safe_load(open(os.path.join(ROOT, "site.yml"), encoding="utf-8"))[0].get("vars") or {})
+    return names
+
+
+@functools.lru_cache(maxsize=4)
+def reads(role=ROLE):
+    """{name: [file, ...]} for every _sglang_* name the role's tasks, handlers, vars and templates mention."""
+    found = {}
+    sources = list(_yaml_files(os.path.join(role, "tasks"), os.path.join(role, "handlers"),
+                               os.path.join(role, "vars")))
+    for path in sources:
+        for text in _strings(yaml.safe_load(open(path, encoding="utf-8"))):
+            for name in PRIVATE.findall(text):
+                found.setdefault(name, set()).add(os.path.relpath(path, role))
+    for path in sorted(os.listdir(os.path.join(role, "templates"))):
+        with open(os.path.join(role, "templates", path), encoding="utf-8") as handle:
+            for name in PRIVATE.findall(handle.read()):
+                found.setdefault(name, set()).add("templates/" + path)
+    return found
+
+
+def missing(role=ROLE):
+    made = produced(role)
+    return {name: sorted(files) for name, files in reads(role).items() if name not in made}
+
+
+def test_every_private_value_the_role_reads_is_produced_in_the_role():
+    assert not missing(), "read but produced nowhere (renamed or dropped?): %s" % missing()
+
+
+@pytest.mark.parametrize("name", ["_sglang_rendered_unit", "_sglang_rendered_secrets", "_sglang_node_boot",
+                                  "_sglang_proof_own", "_sglang_calibration_in_use", "_sglang_before",
+                                  "_sglang_serving_process", "_sglang_proof_record"])
+def test_the_values_gathered_from_peers_or_passed_to_decisions_are_read_and_produced(name):
+    # The inputs the deploy, proof and plan decisions take from the YAML: each is produced and read, so the
+    # check above covers a rename of any of them.
+    assert name in produced() and name in reads()
+
+
+@pytest.mark.parametrize(("path", "old", "new"), [
+    ("tasks/deploy.yml", "register: _sglang_rendered_unit", "register: _sglang_unit_render"),
+    ("tasks/deploy.yml", "register: _sglang_node_boot", "register: _sglang_boot_read"),
+    ("tasks/prove.yml", "    _sglang_proof_own:", "    _sglang_own_level:")])
+def test_a_renamed_register_or_fact_is_caught(tmp_path, path, old, new):
+    # The review's mutation: rename what a task file produces, leave its readers. On a copy of the role.
+    role = tmp_path / "sglang"
+    shutil.copytree(ROLE, role)
+    text = (role / path).read_text(encoding="utf-8")
+    assert old in text
+    (role / path).write_text(text.replace(old, new), encoding="utf-8")
+    assert old.split()[-1].rstrip(":") in missing(str(role))
