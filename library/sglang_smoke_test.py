@@ -581,6 +581,10 @@ def validate(params):
     check_url(params["url"])
     if params.get("info_url") is not None:
         check_url(params["info_url"], "info_url")
+    if params.get("api_key") and re.search(r"[\x00-\x1f\x7f]", params["api_key"]):
+        # said without the key: no_log masks the key as given, not the repr an HTTP library would print
+        raise SmokeFailure("api_key holds a control character (a line break, a tab or the like), which no HTTP "
+                           "header can carry: set the key without it (the role's sglang_api_key).")
     for name, least, hint in (
             ("min_pool_tokens", 1, "leave it unset to require the server's own context length"),
             ("context_target", 1, "give the context the deployment promises, e.g. 200000"),
@@ -647,8 +651,10 @@ def pool_from_info(info):
         raise SmokeFailure("The server info is not a JSON object: %r" % (info,))
     if isinstance(info.get("max_total_num_tokens"), int):
         return info["max_total_num_tokens"]
-    states = info.get("internal_states") or [{}]
-    capacity = ((states[0] or {}).get("memory_usage") or {}).get("token_capacity")
+    states = info.get("internal_states")
+    state = states[0] if isinstance(states, list) and states else {}
+    usage = state.get("memory_usage") if isinstance(state, dict) else None
+    capacity = usage.get("token_capacity") if isinstance(usage, dict) else None
     if isinstance(capacity, int):
         return capacity
     raise SmokeFailure("The server info has neither max_total_num_tokens nor "
@@ -1129,6 +1135,18 @@ def main():
     except SmokeFailure as error:
         progress.end()
         module.fail_json(msg=str(error), **result)
+    except (KeyError, IndexError, TypeError, AttributeError, ValueError) as error:
+        # The parameters were validated before any request, so these come from reading a server's answer of a
+        # shape SGLang does not send (a list where it sends an object, a field missing, a string for a number).
+        progress.end()
+        module.fail_json(msg="Smoke test stopped: an answer from %s is not shaped as SGLang's answers are (%s: %s; "
+                             "after the checks %s). Fix: point url at an SGLang server of a supported release "
+                             "(curl %s/server_info); if its answers look right, this is a defect of the module "
+                             "(-vvv shows where)."
+                             % (module.params["url"], type(error).__name__, error,
+                                [check.get("name") for check in result["checks"] if isinstance(check, dict)] or
+                                "(none yet)", module.params["url"]),
+                         exception=traceback.format_exc(), **result)
     except Exception as error:  # noqa: BLE001 - report, never a traceback, but keep it for -vvv
         progress.end()
         module.fail_json(msg="Smoke test stopped on an unexpected %s: %s" % (type(error).__name__, error),

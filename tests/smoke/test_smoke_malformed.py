@@ -1,0 +1,74 @@
+"""Answers of a shape SGLang never sends, and a key no HTTP header can carry, end the proof with a sentence that
+names the server (or the parameter) and the fix, never a bare Python error or the key itself (issue 27; probe
+day 2: `internal_states {a: 1}` gave "unexpected KeyError: 0", an API key with a line break was echoed)."""
+
+import contextlib
+import json
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+
+
+@contextlib.contextmanager
+def answering(info, models=None):
+    """A server on 127.0.0.1 whose /health_generate answers 200, /server_info `info` and /v1/models `models`
+    (404 when None)."""
+
+    class Answer(BaseHTTPRequestHandler):
+        def do_GET(self):  # noqa: N802 - the name http.server calls
+            status, body = 200, b""
+            if self.path.startswith("/server_info"):
+                body = json.dumps(info).encode()
+            elif self.path.startswith("/v1/models"):
+                status, body = (404, b"") if models is None else (200, json.dumps(models).encode())
+            self.send_response(status)
+            self.send_header("content-type", "application/json")
+            self.send_header("content-length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Answer)
+    httpd.daemon_threads = True
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    try:
+        yield "http://127.0.0.1:%d" % httpd.server_address[1]
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+
+
+@pytest.mark.parametrize("info", [
+    {"internal_states": {"a": 1}},
+    {"internal_states": ["x"]},
+    {"internal_states": [{"memory_usage": [1, 2]}]},
+    {"internal_states": [{"memory_usage": {"token_capacity": "lots"}}]},
+], ids=["states a mapping", "state a string", "memory_usage a list", "capacity a string"])
+def test_a_server_info_of_another_shape_is_named(smoke, info):
+    with answering(info) as url:
+        rc, result = smoke(url=url, wait_ready=0, context_target=1000)
+    assert rc == 1 and result["failed"]
+    assert "is this an SGLang server?" in result["msg"], result["msg"]
+    assert "unexpected" not in result["msg"]
+
+
+def test_an_api_key_with_a_line_break_is_refused_without_echoing_it(smoke):
+    key = "k\r\nX-Evil: 1"
+    rc, result = smoke(url="http://127.0.0.1:9", wait_ready=0, api_key=key)
+    assert rc == 1 and result["failed"]
+    assert "api_key holds a control character" in result["msg"]
+    assert "X-Evil" not in json.dumps(result) and "Bearer" not in result["msg"]
+    assert result.get("checks", []) == []  # refused before any request
+
+
+def test_a_model_listing_of_another_shape_names_the_server_and_the_fix(smoke):
+    # /v1/models' data a string, not a list of objects: read as SGLang's, it raises deep in the module
+    with answering({"max_total_num_tokens": 218485}, models={"data": "x"}) as url:
+        rc, result = smoke(url=url, wait_ready=0, context_target=1000)
+    assert rc == 1 and result["failed"]
+    assert "an answer from %s is not shaped as SGLang's answers are" % url in result["msg"], result["msg"]
+    assert "Fix: point url at an SGLang server" in result["msg"]
+    assert "unexpected" not in result["msg"]
