@@ -93,7 +93,7 @@ def _extra_switch(knobs, dests):
 
 
 def _family(capability):
-    return str(capability).strip().lower().replace("sm_", "").replace("sm", "").split(".")[0][:2]
+    return str(capability).strip().lower().replace("sm_", "").replace("sm", "").split(".", maxsplit=1)[0][:2]
 
 
 def server_compute_capability(per_node):

@@ -338,4 +338,3 @@ def mtp_head_weights(spec):
 
 def layers_of(spec):
     return text_config(spec["model_config"])["num_hidden_layers"]
-
