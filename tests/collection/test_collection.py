@@ -124,7 +124,7 @@ def test_an_installed_collections_module_filter_role_and_callbacks_run_by_their_
     assert "consumer: the boot failed" in result.stdout
     assert re.search(r"consumer: \d+ GPU\(s\), read from ", result.stdout), result.stdout
     assert "included: sglang.longctx.sglang for localhost" in result.stdout
-    assert "sglang.longctx.sglang : Check this host's inputs as the check phase does (lib/sglang_checks)" in result.stdout
+    assert "sglang.longctx.sglang : Check this host's inputs as the check phase does" in result.stdout
 
 
 def test_the_installed_role_refuses_a_misspelled_knob_once_with_its_name(installed):
