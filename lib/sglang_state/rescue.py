@@ -25,7 +25,7 @@ def _journal_module():
     paths = [os.path.join(top, *folder, "sglang_journal.py")
              for folder in (["module_utils"], ["plugins", "module_utils"])]
     path = next(path for path in paths if os.path.exists(path))
-    spec = importlib.util.spec_from_file_location("_sglang_longctx_sglang_journal", path)
+    spec = importlib.util.spec_from_file_location("sglang_longctx_journal", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
