@@ -103,13 +103,19 @@ def test_dflash_with_pipeline_stages_and_ngram_with_dp_attention_are_refused(tmp
     assert "ValueError: Currently ngram speculative decoding does not support dp attention." in ngram.stderr
 
 
-def test_pages_per_release_on_sm100(tmp_path, capsys):
+def _qwen3_32b(tmp_path):
+    """Qwen3-32B's config.json (the audit's SM100 case) in a folder of its own."""
     qwen = {"architectures": ["Qwen3ForCausalLM"], "model_type": "qwen3", "num_hidden_layers": 64,
             "num_attention_heads": 64, "num_key_value_heads": 8, "head_dim": 128, "hidden_size": 5120,
             "max_position_embeddings": 40960, "torch_dtype": "bfloat16"}
     path = tmp_path / "qwen"
     path.mkdir()
     (path / "config.json").write_text(json.dumps(qwen))
+    return path
+
+
+def test_pages_per_release_on_sm100(tmp_path, capsys):
+    path = _qwen3_32b(tmp_path)
     for name in ("tokenizer_config.json", "tokenizer.json"):
         source = os.path.join(model_dir(str(tmp_path / "k")), name)
         if os.path.exists(source):
@@ -129,12 +135,7 @@ def test_pages_per_release_on_sm100(tmp_path, capsys):
 
 
 def test_as_0_5_23_a_non_causal_dflash_drafter_keeps_its_kv_in_bf16_on_a_b200(tmp_path, capsys):
-    qwen = {"architectures": ["Qwen3ForCausalLM"], "model_type": "qwen3", "num_hidden_layers": 64,
-            "num_attention_heads": 64, "num_key_value_heads": 8, "head_dim": 128, "hidden_size": 5120,
-            "max_position_embeddings": 40960, "torch_dtype": "bfloat16"}
-    target = tmp_path / "qwen"
-    target.mkdir()
-    (target / "config.json").write_text(json.dumps(qwen))
+    target = _qwen3_32b(tmp_path)
     argv = ["--model-path", str(target), "--tp-size", "4", "--mem-fraction-static", "0.5", "--kv-cache-dtype",
             "fp8_e4m3", "--speculative-algorithm", "DFLASH", "--speculative-draft-model-path",
             _draft(tmp_path, DFLASH_DRAFT)]

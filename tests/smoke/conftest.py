@@ -75,11 +75,18 @@ def trickling_server(where):
         def log_message(self, *args):
             pass
 
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Trickle)
+    with serving(Trickle) as url:
+        yield url, spans
+
+
+@contextlib.contextmanager
+def serving(handler):
+    """`handler` (a BaseHTTPRequestHandler) served on 127.0.0.1 in a thread; yields the server's URL."""
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
     httpd.daemon_threads = True
     threading.Thread(target=httpd.serve_forever, daemon=True).start()
     try:
-        yield "http://127.0.0.1:%d" % httpd.server_port, spans
+        yield "http://127.0.0.1:%d" % httpd.server_port
     finally:
         httpd.shutdown()
         httpd.server_close()

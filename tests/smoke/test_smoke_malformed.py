@@ -4,10 +4,10 @@ day 2: `internal_states {a: 1}` gave "unexpected KeyError: 0", an API key with a
 
 import contextlib
 import json
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 
 import pytest
+from conftest import serving
 
 
 @contextlib.contextmanager
@@ -31,14 +31,8 @@ def answering(info, models=None):
         def log_message(self, *args):
             pass
 
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Answer)
-    httpd.daemon_threads = True
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
-    try:
-        yield "http://127.0.0.1:%d" % httpd.server_address[1]
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
+    with serving(Answer) as url:
+        yield url
 
 
 @pytest.mark.parametrize("info", [
