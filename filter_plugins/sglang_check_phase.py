@@ -14,7 +14,6 @@ The checks are plain Python in lib/sglang_checks/ (tested without Ansible); this
 import json
 import os
 import sys
-from collections.abc import Mapping
 
 from ansible.errors import AnsibleError
 from ansible.parsing.dataloader import DataLoader
@@ -26,24 +25,9 @@ sys.path.insert(0, _LIB)
 
 import sglang_kvplan  # noqa: E402
 from sglang_checks import fleet, inputs, planspec, urls  # noqa: E402
+from sglang_checks.planhost import Once, plain, plan_host  # noqa: E402
 
 _ROLES = os.path.realpath(os.path.join(_LIB, os.pardir, "roles"))
-
-
-def _plain(value):
-    """A templated value as plain Python: dicts, lists, str, int, float. hostvars hand out lazy containers that
-    carry the host's whole variable context (every group's host list among it); ansible-core's validator deep-copies
-    its input, so each lazy value would copy that context, a cost that grows with the inventory for every host."""
-    if isinstance(value, Mapping):
-        return {_plain(key): _plain(item) for key, item in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_plain(item) for item in value]
-    if isinstance(value, bool) or value is None:
-        return value
-    for kind in (str, int, float):  # a tagged str/int/float (its origin) as the plain type
-        if isinstance(value, kind):
-            return kind(value)
-    return value
 
 
 def _variables(host, hostvars):
@@ -55,10 +39,10 @@ def _variables(host, hostvars):
         if not inputs.is_checked_name(name, known):  # the roles' names, and near misses of them (tp_size)
             continue
         try:
-            out[str(name)] = _plain(source[name])
+            out[str(name)] = plain(source[name])
         except AnsibleError as error:
             broken.append("%s: %s does not template: %s" % (host, name, str(error).splitlines()[0]))
-    out["group_names"] = _plain(list(source.get("group_names", [])))
+    out["group_names"] = plain(list(source.get("group_names", [])))
     return out, broken
 
 
@@ -96,69 +80,6 @@ def check_host(host, hostvars, group="sglang_servers", knobs=None):
                                           with_values=knobs is not None)
 
 
-class _Plain(Mapping):
-    """One host's variables, each templated once on first use and handed out as a plain value (_plain)."""
-
-    def __init__(self, source):
-        self._source, self._seen = source, {}
-
-    def __getitem__(self, name):
-        if name not in self._seen:
-            self._seen[name] = _plain(self._source[name])
-        return self._seen[name]
-
-    def __iter__(self):
-        return iter(self._source)
-
-    def __len__(self):
-        return len(self._source)
-
-    def __contains__(self, name):
-        return name in self._source
-
-
-class _Once:
-    """hostvars read once per host within one call (each hostvars[host] builds that host's whole variable set),
-    their values plain (_plain)."""
-
-    def __init__(self, hostvars):
-        self._hostvars, self._seen = hostvars, {}
-
-    def __contains__(self, host):
-        return host in self._seen or host in self._hostvars
-
-    def __getitem__(self, host):
-        if host not in self._seen:
-            self._seen[host] = _Plain(self._hostvars[host])
-        return self._seen[host]
-
-
-def plan_host(host, hostvars, knobs, measured=None, gpus=None, calibrations=None):
-    """{spec, plan, node, server} for `host` (lib/sglang_checks/planspec.py), or {error: the planner's sentence}.
-
-    knobs: this host's planner knobs, defaults applied (planspec.KNOBS); the other nodes' knobs are their
-    inventory's (hostvars). gpus / calibrations: {node: nvidia_gpu} and {node: the calibration in use} for the
-    server's nodes as the role sees them (plan.yml gathers them; a re-plan passes this host's measured
-    calibration); without them (the check phase) the GPU facts are the inventory's and the calibration each
-    node's sglang_calibration."""
-    try:
-        nodes = knobs.get("sglang_nodes") or [host]
-        gpus, calibrations = gpus or {}, calibrations or {}
-        per_node = [planspec.node_inputs(node, knobs if node == host else hostvars[node] if node in hostvars else {},
-                                         gpus.get(node, _facts(hostvars, node).get("nvidia_gpu")),
-                                         calibrations.get(node)) for node in nodes]
-        rank0 = nodes[0]
-        address = hostvars[rank0].get("ansible_host", rank0) if rank0 in hostvars else rank0
-        spec, server, node = planspec.spec(host, knobs, per_node, address, measured)
-        return {"spec": spec, "plan": planspec.plan(spec, server), "node": node, "server": server}
-    except sglang_kvplan.KVPlanError as error:
-        return {"error": "%s: %s" % (host, error)}
-
-
-def _facts(hostvars, host):
-    return hostvars[host] if host in hostvars else {}
-
-
 def plan_knobs(ignored=None):
     """The knobs plan.yml hands to sglang_plan_host (planspec.KNOBS)."""
     return list(planspec.KNOBS)
@@ -168,7 +89,7 @@ def plan_hosts(hosts, hostvars):
     """{host: plan_host(...)} for every SGLang server host of a run, from the inventory and the role's
     defaults (the check phase: one call for the whole run)."""
     roles = inputs.roles_at(_ROLES)
-    hostvars = _Once(hostvars)
+    hostvars = Once(hostvars)
     out = {}
     for host in hosts:
         source = hostvars[host]
@@ -189,7 +110,7 @@ def plan_hosts(hosts, hostvars):
 def plan_pictures(plans, hostvars):
     """One entry per server (its rank-0 host) with a plan: {host, server, title, key, facts}. `key` is the same
     for servers whose plan and measured boots are the same, so make plan draws each distinct plan once."""
-    hostvars, out = _Once(hostvars), []
+    hostvars, out = Once(hostvars), []
     for host, planned in plans.items():
         if "plan" not in planned or planned["node"]["node_rank"] != 0:
             continue

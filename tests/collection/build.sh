@@ -8,6 +8,7 @@
 #   module_utils/*.py      -> plugins/module_utils/
 #   filter_plugins/*       -> plugins/filter/     (their docs, *.yml, beside them)
 #   callback_plugins/*.py  -> plugins/callback/
+#   action_plugins/*.py    -> plugins/action/     (documented by their plugins/modules/ file of the same name)
 #   lib/sglang_*           -> lib/, as in the checkout: the roles' ../../lib (report.yml), and plugins/lib -> ../lib,
 #                             the filters' ../lib (whose ../roles is the collection's roles/, as in the checkout)
 # and two rewrites, because a checkout and a collection name the same code differently:
@@ -25,13 +26,14 @@ out=${1:-$repo/.cache/collection}
 bin="$repo/.venv/bin"
 src="$out/src/ansible_collections/sglang/longctx"
 rm -rf "$out/src"
-mkdir -p "$src"/plugins/{modules,module_utils,filter,callback} "$src/lib" "$src/meta"
+mkdir -p "$src"/plugins/{modules,module_utils,filter,callback,action} "$src/lib" "$src/meta"
 cp "$repo/galaxy.yml" "$repo/README.md" "$repo/LICENSE" "$src/"
 cp -r "$repo/roles" "$src/roles"
 cp "$repo"/library/*.py "$src/plugins/modules/"
 cp "$repo"/module_utils/*.py "$src/plugins/module_utils/"
 cp "$repo"/filter_plugins/*.py "$repo"/filter_plugins/*.yml "$src/plugins/filter/"
 cp "$repo"/callback_plugins/*.py "$src/plugins/callback/"
+cp "$repo"/action_plugins/*.py "$src/plugins/action/"
 for package in "$repo"/lib/sglang_*/; do cp -r "$package" "$src/lib/"; done
 ln -s ../lib "$src/plugins/lib"
 find "$src" -name __pycache__ -prune -exec rm -rf {} +

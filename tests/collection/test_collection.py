@@ -21,7 +21,8 @@ BIN = os.path.dirname(sys.executable)
 CONSUMER = os.path.join(REPO, "tests", "collection", "consumer.yml")
 # The checkout's folders and where the collection keeps them.
 LAYOUT = {"roles": "roles", "library": "plugins/modules", "module_utils": "plugins/module_utils",
-          "filter_plugins": "plugins/filter", "callback_plugins": "plugins/callback", "lib": "lib"}
+          "filter_plugins": "plugins/filter", "callback_plugins": "plugins/callback",
+          "action_plugins": "plugins/action", "lib": "lib"}
 COLLECTION_IMPORT = "from ansible_collections.sglang.longctx.plugins.module_utils."
 CHECKOUT_IMPORT = "from ansible.module_utils."
 

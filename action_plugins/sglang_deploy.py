@@ -1,0 +1,116 @@
+"""Action: one phase of the deploy transaction (lib/sglang_state/transaction.py) on this host.
+
+The transaction is plain Python over an executor; this plugin is the executor Ansible gives it: modules run on the
+host through _execute_module, files are rendered and copied by Ansible's own template and copy actions (so --check
+and --diff behave as for those tasks), and progress lines go to the controller's display. Its documentation is
+library/sglang_deploy.py (ansible-doc sglang_deploy).
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import os
+import sys
+
+from ansible.plugins.action import ActionBase
+from ansible.utils.display import Display
+
+# As the filters do: the decisions live in lib/ beside this folder (plugins/lib in the collection).
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.realpath(__file__)), os.pardir, "lib"))
+
+from sglang_checks import planhost  # noqa: E402
+from sglang_state import transaction  # noqa: E402
+
+display = Display()
+
+_PHASES = ("render", "start", "calibrate", "verify")
+
+
+class _Executor:
+    """The transaction's view of the host: module(), template(), copy(), say(), now(), to_json()."""
+
+    def __init__(self, action, task_vars, host):
+        self._action, self._task_vars, self._host = action, task_vars, host
+        self.diffs = []
+
+    def module(self, name, args, secret=False):
+        result = self._action._execute_module(module_name=name, module_args=args, task_vars=self._task_vars)
+        if secret:  # e.g. the journal, whose lines hold SGLang's server_args (the API key among them)
+            result.pop("invocation", None)
+        return result
+
+    def _run_action(self, name, args, task_vars):
+        task = self._action._task.copy()
+        task.args = dict(args)
+        action = self._action._shared_loader_obj.action_loader.get(
+            name, task=task, connection=self._action._connection, play_context=self._action._play_context,
+            loader=self._action._loader, templar=self._action._templar,
+            shared_loader_obj=self._action._shared_loader_obj)
+        return action.run(task_vars=task_vars)
+
+    def template(self, args, secret=False, overrides=None):
+        task_vars = dict(self._task_vars, **(overrides or {}))
+        result = self._run_action("ansible.legacy.template", args, task_vars)
+        diff = result.pop("diff", None)
+        if diff and not secret:  # the env file and the config may hold keys: never shown
+            self.diffs.extend(diff if isinstance(diff, list) else [diff])
+        return result
+
+    def copy(self, args):
+        result = self._run_action("ansible.legacy.copy", args, self._task_vars)
+        result.pop("diff", None)
+        return result
+
+    def say(self, line):
+        display.display("%s: %s" % (self._host, line))
+
+    @staticmethod
+    def now():
+        return datetime.datetime.now(datetime.UTC).isoformat()
+
+    @staticmethod
+    def to_json(value):
+        return json.dumps(value, indent=4, sort_keys=True) + "\n"
+
+
+class ActionModule(ActionBase):
+    TRANSFERS_FILES = True
+    _requires_connection = True
+
+    def run(self, tmp=None, task_vars=None):
+        task_vars = task_vars or {}
+        super().run(tmp, task_vars)
+        args = dict(self._task.args)
+        phase = args.pop("phase", None)
+        if phase not in _PHASES:
+            return {"failed": True, "msg": "sglang_deploy: phase is %r, one of %s" % (phase, ", ".join(_PHASES))}
+        host = task_vars.get("inventory_hostname")
+        # Each phase carries on the run the one before it registered; render begins it.
+        run = transaction.new_run() if phase == "render" else dict(args.pop("run", None) or transaction.new_run())
+        args.pop("run", None)
+        executor = _Executor(self, task_vars, host)
+        try:
+            if phase == "render":
+                result = transaction.render(executor, args, run)
+            elif phase == "start":
+                result = transaction.start(executor, args, run)
+            elif phase == "calibrate":
+                inputs = args.pop("plan_inputs")
+
+                def replan(calibrations):
+                    measured = dict(inputs["calibrations"] or {}, **calibrations)
+                    return planhost.plan_host(host, task_vars["hostvars"], inputs["knobs"], inputs["measured"],
+                                              inputs["gpus"], measured)
+
+                result = transaction.calibrate(executor, dict(args, replan=replan), run)
+            else:
+                result = transaction.verify(args, run)
+        except transaction.PhaseFailed as failure:
+            result = {"phase": phase, "failed": True, "msg": str(failure), "changed": run["changed_this_run"],
+                      "run": run}
+        finally:
+            self._remove_tmp_path(self._connection._shell.tmpdir)
+        if executor.diffs:
+            result["diff"] = executor.diffs
+        return result

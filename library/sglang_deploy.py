@@ -1,0 +1,153 @@
+#!/usr/bin/python
+"""Documentation of the sglang_deploy action (action_plugins/sglang_deploy.py): it runs on the controller and
+drives modules and templates on the host, as ansible.builtin.template does; this file is what ansible-doc reads."""
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+---
+module: sglang_deploy
+short_description: One phase of the SGLang deploy transaction (render, start, calibrate, verify)
+description:
+  - The deploy of roles/sglang as one transaction in Python (lib/sglang_state/transaction.py), run phase by phase
+    so that the nodes of a server across nodes move in lockstep. Each phase returns one result, registered as
+    C(sglang_deploy); the next phase takes the result of every node of the server as O(nodes).
+  - C(render) keeps the serving state in the backup store (sglang_backup_store) and renders the unit, env file and
+    config (the env file and config without diff or log).
+  - C(start) restarts SGLang when its server's files changed (a node of a server across nodes restarts with its
+    peers), keeps the new state in the store, waits for C(/health_generate) (sglang_wait_ready, one progress line per
+    try) and reads the boot (sglang_boot_facts).
+  - C(calibrate) takes the server's boot (the least-free node), stores the calibration when new or stale, and when
+    an estimated plan fell short re-plans from the measured boot, renders, restarts and reads the boot once more.
+  - C(verify) checks the server's pool holds the plan and the headroom is there, and returns the facts the proof,
+    the summary and the report read, in C(facts).
+  - An action plugin; it runs modules on the host. Every result carries C(run), what this run did to the host so far
+    (failed phases too), which the role's rescue reads.
+version_added: "1.1.0"
+author: sglang-longctx maintainers (!UNKNOWN)
+options:
+  phase:
+    description: The phase to run.
+    type: str
+    required: true
+    choices: [render, start, calibrate, verify]
+  run:
+    description: The C(run) of the phase before (not for C(render), which begins a run).
+    type: dict
+  files:
+    description:
+      - C(render), C(calibrate) - the service's files, each C({src, dest, mode, group, secret}).
+      - C(start) - their paths.
+    type: list
+    elements: raw
+  etc_dir:
+    description: The service's folder under /etc (root, group O(etc_group), 0750).
+    type: path
+  etc_group:
+    description: The group that reads the service's folder (the service's user).
+    type: str
+  store:
+    description: The backup store, C({dir, keep, lock_owner}).
+    type: dict
+  before_manifest:
+    description: C(render) - the manifest of the state found on the host.
+    type: dict
+  state_manifest:
+    description: C(start), C(calibrate) - the manifest of the state this run deploys.
+    type: dict
+  host:
+    description: This host's inventory name.
+    type: str
+  server:
+    description: The server's name (messages).
+    type: str
+  rank0:
+    description: The server's rank-0 host.
+    type: str
+  order:
+    description: The server's nodes in rank order.
+    type: list
+    elements: str
+  multinode:
+    description: Whether the server spans several hosts.
+    type: bool
+  nodes:
+    description: The result of the phase before on every node of the server in this batch, by node.
+    type: dict
+  files_changed:
+    description: C(start) - whether this host's render changed its files.
+    type: bool
+  service:
+    description: The systemd unit.
+    type: str
+  wait:
+    description: C(start), C(calibrate) - the readiness wait, C({url, unit, timeout, api_key}).
+    type: dict
+  spec:
+    description: C(calibrate) - the planner's spec of the plan that booted.
+    type: dict
+  plan:
+    description: C(calibrate) - the plan that booted.
+    type: dict
+  context_target:
+    description: The context the pool must hold.
+    type: int
+  stored:
+    description: C(calibrate) - the calibration this host stored for this setup.
+    type: dict
+  in_use:
+    description: C(calibrate) - the calibration the plan used.
+    type: dict
+  calibration_store:
+    description: C(calibrate) - where a calibration is stored, C({folder, path, key, entries, setup}).
+    type: dict
+  plan_inputs:
+    description: C(calibrate) - the planner's inputs for a re-plan, C({knobs, measured, gpus, calibrations}).
+    type: dict
+  min_headroom_gib:
+    description: C(verify) - the memory SGLang must have left after the pool.
+    type: float
+notes:
+  - Check mode - C(render) shows what would change (the unit's diff with --diff); the role stops after it.
+"""
+
+EXAMPLES = r"""
+- name: Keep the serving state, and render the unit, env file and config
+  sglang_deploy:
+    phase: render
+    files: "{{ _sglang_files }}"
+    etc_dir: /etc/sglang
+    etc_group: sglang
+    store: {dir: /var/lib/sglang/backups, keep: 5, lock_owner: me}
+    before_manifest: {reason: found on the host}
+  register: sglang_deploy
+"""
+
+RETURN = r"""
+phase:
+  description: The phase that ran.
+  returned: always
+  type: str
+run:
+  description: What this run did to the host so far - changed_this_run, restarted_this_run, run_backup, starts,
+    corrective_restarts, before (the store's snapshot of the state found).
+  returned: always
+  type: dict
+files_changed:
+  description: C(render) - whether the unit, env file or config changed.
+  returned: render
+  type: bool
+ready:
+  description: C(start), C(calibrate) after a corrective restart - whether SGLang answered.
+  returned: start
+  type: bool
+boot:
+  description: This node's boot read (C(start), C(calibrate)); the server's (C(verify)).
+  returned: start, calibrate, verify
+  type: dict
+facts:
+  description: C(verify) - sglang_boot, sglang_kv_plan_result, sglang_kv_spec, the run's counts and flags, and the
+    calibrations in use and stored.
+  returned: verify
+  type: dict
+"""
