@@ -108,7 +108,7 @@ def _wait(ex, wait, multinode):
                 return {"ready": False, "msg": result.get("msg") or "not ready"}
             raise PhaseFailed(result.get("msg") or "SGLang did not become ready")
         if result.get("ready"):
-            return {"ready": True, "msg": ""}
+            return {"ready": True, "msg": "", "elapsed_s": result.get("elapsed_s")}
         if result.get("progress"):
             ex.say(result["progress"])
     if multinode:
@@ -151,6 +151,7 @@ def start(ex, args, run):
                                                                     "enabled": True}), "starting %s" % service)
         run["restarted_this_run"] = run["restarted_this_run"] or bool(started.get("changed"))
     ready = _wait(ex, args["wait"], multinode)
+    run["ready_elapsed_s"] = ready.get("elapsed_s")
     journal = "" if ready["ready"] else _journal(ex, service, args["wait"].get("api_key"))
     boot = _boot(ex, service, run["restarted_this_run"]) if ready["ready"] else {"found": False}
     return {"phase": "start", "changed": run["restarted_this_run"], "ready": ready["ready"], "msg": ready["msg"],
@@ -243,6 +244,7 @@ def calibrate(ex, args, run):
         _store(ex, args["store"], [item["dest"] for item in args["files"]], state="snapshot", manifest=manifest)
     _restart(ex, args["service"], run)
     ready = _wait(ex, args["wait"], multinode)
+    run["ready_elapsed_s"] = ready.get("elapsed_s")
     result.update(changed=True, corrected=True, ready=ready["ready"], msg=ready["msg"],
                   journal="" if ready["ready"] else _journal(ex, args["service"], args["wait"].get("api_key")),
                   boot=_boot(ex, args["service"], True) if ready["ready"] else {"found": False})
@@ -265,7 +267,7 @@ def verify(args, run):
     facts = {"sglang_boot": boot, "sglang_kv_plan_result": plan, "sglang_kv_spec": own["spec"],
              "sglang_changed_this_run": run["changed_this_run"],
              "sglang_restarted_this_run": run["restarted_this_run"], "sglang_run_backup": run["run_backup"],
-             "sglang_starts": run["starts"], "sglang_corrective_restarts": run["corrective_restarts"],
+             "sglang_ready": {"elapsed_s": run.get("ready_elapsed_s")}, "sglang_starts": run["starts"], "sglang_corrective_restarts": run["corrective_restarts"],
              "_sglang_calibration_in_use": own.get("in_use") or {},
              "_sglang_calibration_stored": own.get("stored") or {}}
     if boot.get("found"):

@@ -69,30 +69,20 @@ def run(tmp_path, tasks, node_facts):
     return {host: json.loads((out / ("%s.json" % host)).read_text()) for host in ("a", "b")}
 
 
-def test_a_node_whose_files_did_not_change_restarts_with_the_peer_whose_did(tmp_path):
-    before = {"name": None, "entries": []}
-    facts = {host: {"_sglang_rendered_unit": {"changed": host == "a"},
-                    "_sglang_rendered_secrets": {"changed": False, "results": [{"changed": False}]},
-                    "_sglang_before": before, "sglang_changed_this_run": False, "sglang_run_backup": ""}
-             for host in ("a", "b")}
-    got = run(tmp_path, [_task("deploy.yml", "Note whether this run changed the service's files")], facts)
-    assert got["b"]["peers"] == {"restart": True, "changed": ["a"]}
-    assert got["a"]["peers"] == {"restart": False, "changed": []}
-
-
-def test_the_server_s_boot_is_the_least_free_node_s(tmp_path):
-    facts = {"a": {"_sglang_node_boot": boot(79.5, 41.0), "_sglang_files_changed": True},
-             "b": {"_sglang_node_boot": boot(79.0, 40.1), "_sglang_files_changed": True}}
-    task = _task("deploy.yml", "Note whether this run (re)started SGLang")
-    task["vars"] = dict(task["vars"], _sglang_started={"changed": True}, _sglang_peer_changed={"changed": False})
-    got = run(tmp_path, [task], facts)
+def test_each_deploy_phase_takes_every_node_s_result_of_the_phase_before(tmp_path):
+    """The one gather of the deploy transaction (vars/main.yml's _sglang_deploy_nodes): on every node, {node: that
+    node's registered sglang_deploy}, so a and b hand the same peers to the next phase."""
+    facts = {host: {"sglang_deploy": {"phase": "render", "files_changed": host == "a", "run": {}}} for host in ("a", "b")}
+    keep = {"name": "Gather", "ansible.builtin.set_fact": {"_sglang_peers": "{{ _sglang_deploy_nodes }}"}}
+    got = run(tmp_path, [keep], facts)
     for host in ("a", "b"):
-        assert got[host]["boot"]["limiting_node"] == "b" and got[host]["boot"]["post_load_avail_gib"] == 40.1
+        assert {node: result["files_changed"] for node, result in got[host]["peers"].items()} == {"a": True,
+                                                                                              "b": False}
 
 
 def test_a_server_is_proven_in_full_when_one_node_changed(tmp_path):
     process = {"invocation_id": "1f2e", "main_pid": "4242", "exec_main_start": "x"}
-    facts = {host: {"_sglang_before": {"entries": []}, "_sglang_serving_process": process,
+    facts = {host: {"sglang_deploy": {"run": {"before": {"entries": []}}}, "_sglang_serving_process": process,
                     "_sglang_proof_record": {}, "sglang_changed_this_run": host == "b",
                     "sglang_restarted_this_run": False, "sglang_venv_versions": {}} for host in ("a", "b")}
     decide = _task("prove.yml", "Decide this node's proof")

@@ -100,8 +100,7 @@ def test_every_private_value_the_role_reads_is_produced_in_the_role():
     assert not missing(), "read but produced nowhere (renamed or dropped?): %s" % missing()
 
 
-@pytest.mark.parametrize("name", ["_sglang_rendered_unit", "_sglang_rendered_secrets", "_sglang_node_boot",
-                                  "_sglang_proof_own", "_sglang_calibration_in_use", "_sglang_before",
+@pytest.mark.parametrize("name", ["_sglang_proof_own", "_sglang_calibration_in_use", "_sglang_calibration_key",
                                   "_sglang_serving_process", "_sglang_proof_record"])
 def test_the_values_gathered_from_peers_or_passed_to_decisions_are_read_and_produced(name):
     # The inputs the deploy, proof and plan decisions take from the YAML: each is produced and read, so the
@@ -110,8 +109,7 @@ def test_the_values_gathered_from_peers_or_passed_to_decisions_are_read_and_prod
 
 
 @pytest.mark.parametrize(("path", "old", "new"), [
-    ("tasks/deploy.yml", "register: _sglang_rendered_unit", "register: _sglang_unit_render"),
-    ("tasks/deploy.yml", "register: _sglang_node_boot", "register: _sglang_boot_read"),
+    ("tasks/model.yml", "    _sglang_calibration_key:", "    _sglang_cal_key:"),
     ("tasks/prove.yml", "    _sglang_proof_own:", "    _sglang_own_level:")])
 def test_a_renamed_register_or_fact_is_caught(tmp_path, path, old, new):
     # The review's mutation: rename what a task file produces, leave its readers. On a copy of the role.
@@ -121,3 +119,14 @@ def test_a_renamed_register_or_fact_is_caught(tmp_path, path, old, new):
     assert old in text
     (role / path).write_text(text.replace(old, new), encoding="utf-8")
     assert old.split()[-1].rstrip(":") in missing(str(role))
+
+
+def test_every_deploy_phase_registers_the_result_the_next_one_reads():
+    """The deploy transaction's phases hand on their result as sglang_deploy (its `run`, and every node's through
+    _sglang_deploy_nodes): a phase that registered another name would leave the next one reading the phase before."""
+    with open(os.path.join(ROLE, "tasks", "deploy.yml"), encoding="utf-8") as handle:
+        tasks = yaml.safe_load(handle)
+    phases = [task for task in tasks if "sglang_deploy" in task]
+    assert [task["sglang_deploy"]["phase"] for task in phases] == ["render", "start", "calibrate", "verify"]
+    assert all(task.get("register") == "sglang_deploy" for task in phases)
+    assert all(task["sglang_deploy"]["run"] == "{{ sglang_deploy.run }}" for task in phases[1:])
