@@ -24,7 +24,7 @@ from sglang_state import transaction  # noqa: E402
 
 display = Display()
 
-_PHASES = ("render", "start", "calibrate", "verify")
+_PHASES = ("render", "start", "calibrate", "verify", "restore")
 
 
 class _Executor:
@@ -87,7 +87,8 @@ class ActionModule(ActionBase):
             return {"failed": True, "msg": "sglang_deploy: phase is %r, one of %s" % (phase, ", ".join(_PHASES))}
         host = task_vars.get("inventory_hostname")
         # Each phase carries on the run the one before it registered; render begins it.
-        run = transaction.new_run() if phase == "render" else dict(args.pop("run", None) or transaction.new_run())
+        run = (transaction.new_run() if phase in ("render", "restore")
+               else dict(args.pop("run", None) or transaction.new_run()))
         args.pop("run", None)
         executor = _Executor(self, task_vars, host)
         try:
@@ -104,8 +105,10 @@ class ActionModule(ActionBase):
                                               inputs["gpus"], measured)
 
                 result = transaction.calibrate(executor, dict(args, replan=replan), run)
-            else:
+            elif phase == "verify":
                 result = transaction.verify(args, run)
+            else:
+                result = transaction.restore(executor, args, run)
         except transaction.PhaseFailed as failure:
             result = {"phase": phase, "failed": True, "msg": str(failure), "changed": run["changed_this_run"],
                       "run": run}

@@ -267,7 +267,8 @@ def verify(args, run):
     facts = {"sglang_boot": boot, "sglang_kv_plan_result": plan, "sglang_kv_spec": own["spec"],
              "sglang_changed_this_run": run["changed_this_run"],
              "sglang_restarted_this_run": run["restarted_this_run"], "sglang_run_backup": run["run_backup"],
-             "sglang_ready": {"elapsed_s": run.get("ready_elapsed_s")}, "sglang_starts": run["starts"], "sglang_corrective_restarts": run["corrective_restarts"],
+             "sglang_ready": {"elapsed_s": run.get("ready_elapsed_s")}, "sglang_starts": run["starts"],
+             "sglang_corrective_restarts": run["corrective_restarts"],
              "_sglang_calibration_in_use": own.get("in_use") or {},
              "_sglang_calibration_stored": own.get("stored") or {}}
     if boot.get("found"):
@@ -288,3 +289,40 @@ def verify(args, run):
                 "sglang_context_target or set sglang_kv_cache_dtype fp8_e4m3." % (
                     boot["pool_tokens"], end, args["min_headroom_gib"]))
     return {"phase": "verify", "changed": False, "boot": boot, "run": run, "facts": facts}
+
+
+RUNTIME_MODULE = "sglang_runtime"
+
+
+def restore(ex, args, run):
+    """Put a store entry back and serve it (the rescue's restore and playbooks/rollback.yml). A state is its unit, env
+    file, config AND the runtime the unit names: the entry's runtime is checked to be on the host before anything
+    changes (going back is a switch of runtime, no pip, no network); the live state is kept in the store first
+    (never pruning the entry being restored), so a restore can be undone too.
+
+    args: name (the entry), unit_path (the entry's copy of the unit), runtimes {dir, names}, store, files (the
+    service's file paths), service, wait. Returns the facts a proof and the report read of the restored state;
+    run.restored names the entry (the rescue does not restore again after a failed proof of a restored state)."""
+    runtimes, name = args["runtimes"], args["name"]
+    _ok(ex.module(RUNTIME_MODULE, {"state": "versions", "dir": runtimes["dir"], "unit": args["unit_path"],
+                                   "names": runtimes["names"], "entry": name}), "the runtime of %s" % name)
+    live = ex.module(RUNTIME_MODULE, {"state": "versions", "dir": runtimes["dir"], "unit": args["files"][0],
+                                      "names": runtimes["names"]})
+    if live.get("failed"):  # a live unit that names no runtime (or a gone one) must not block going back
+        live = {}
+    _store(ex, args["store"], args["files"], state="snapshot", protect=[name],
+           manifest={"reason": "replaced by a restore of %s" % name, "versions": live.get("versions") or {},
+                     "runtime": live.get("path")})
+    run.update(changed_this_run=True, restored=name)
+    _store(ex, args["store"], args["files"], state="restore", name=name)
+    versions = _ok(ex.module(RUNTIME_MODULE, {"state": "versions", "dir": runtimes["dir"], "unit": args["files"][0],
+                                              "names": runtimes["names"]}), "the restored runtime's versions")
+    _restart(ex, args["service"], run)
+    ready = _wait(ex, args["wait"], False)
+    run["ready_elapsed_s"] = ready.get("elapsed_s")
+    boot = _boot(ex, args["service"], True)
+    return {"phase": "restore", "changed": True, "run": run,
+            "facts": {"sglang_venv_versions": versions.get("versions") or {}, "sglang_boot": boot,
+                      "sglang_restarted_this_run": True, "sglang_changed_this_run": True,
+                      "sglang_starts": run["starts"],
+                      "sglang_ready": {"elapsed_s": run.get("ready_elapsed_s")}}}

@@ -72,7 +72,8 @@ def run(tmp_path, tasks, node_facts):
 def test_each_deploy_phase_takes_every_node_s_result_of_the_phase_before(tmp_path):
     """The one gather of the deploy transaction (vars/main.yml's _sglang_deploy_nodes): on every node, {node: that
     node's registered sglang_deploy}, so a and b hand the same peers to the next phase."""
-    facts = {host: {"sglang_deploy": {"phase": "render", "files_changed": host == "a", "run": {}}} for host in ("a", "b")}
+    facts = {host: {"sglang_deploy": {"phase": "render", "files_changed": host == "a", "run": {}}}
+             for host in ("a", "b")}
     keep = {"name": "Gather", "ansible.builtin.set_fact": {"_sglang_peers": "{{ _sglang_deploy_nodes }}"}}
     got = run(tmp_path, [keep], facts)
     for host in ("a", "b"):

@@ -23,17 +23,22 @@ def boot_on(p, a, fraction, pin=None, end=6.3):
 class FakeHost:
     """A host as the transaction sees it: files rendered from the plan, a unit that starts and logs a boot, a store."""
 
-    def __init__(self, boots=(), ready=True, files=None, running=False, journal="", failed_unit=False):
+    def __init__(self, boots=(), ready=True, files=None, running=False, journal="", failed_unit=False, runtimes=None):
         self.files = dict(files or {})
         self.boots = list(boots)
         self.ready, self.running, self.failed_unit, self.journal_text = ready, running, failed_unit, journal
         self.calls, self.said, self.snapshots, self.facts_file = [], [], [], None
-        self.plan_args = None  # what the templates render from (the task's plan, or an override)
+        self.store_ops, self.runtimes = [], dict(runtimes or {})
 
     def module(self, name, args, secret=False):
         self.calls.append(name if name != "ansible.builtin.command" else " ".join(args["argv"][:2]))
+        if name == transaction.STORE_MODULE and args["state"] != "snapshot":
+            self.store_ops.append((args["state"], args.get("name")))
+            self.runtimes[FILES[0]["dest"]] = self.runtimes.get("/b/%s/sglang.service" % args["name"])
+            return {"changed": True}
         if name == transaction.STORE_MODULE:
             self.snapshots.append(args["manifest"])
+            self.store_ops.append(("snapshot", tuple(args.get("protect") or ())))
             # the first snapshot finds the serving state in the entry "old"; later ones add entries
             name = "old" if len(self.snapshots) == 1 else "entry%d" % len(self.snapshots)
             return {"changed": name != "old", "name": name,
@@ -62,6 +67,11 @@ class FakeHost:
             return {"failed": True, "msg": "sglang is failed: SGLang stopped while starting"}
         if name == transaction.BOOT_MODULE:
             return dict(self.boot_now)
+        if name == transaction.RUNTIME_MODULE:
+            runtime = self.runtimes.get(args["unit"])
+            if runtime is None:
+                return {"failed": True, "msg": "%s names a runtime that is not on this host" % args["unit"]}
+            return {"path": runtime["path"], "versions": runtime["versions"]}
         raise AssertionError("unexpected module %s" % name)
 
     def template(self, args, secret=False, overrides=None):
@@ -248,7 +258,7 @@ def test_a_node_that_changed_nothing_restarts_with_the_peer_that_changed():
     a, b = FakeHost(boots=[{"found": False}]), FakeHost(files=files, running=True, boots=[{"found": False}])
     a.task_plan = b.task_plan = plan
     runs = {"a": transaction.new_run(), "b": transaction.new_run()}
-    rendered = {"a": transaction.render(a, render_args(), runs["a"]), "b": transaction.render(b, render_args(), runs["b"])}
+    rendered = {node: transaction.render(host, render_args(), runs[node]) for node, host in (("a", a), ("b", b))}
     assert rendered["a"]["files_changed"] and not rendered["b"]["files_changed"]
     started = transaction.start(b, start_args("b", rendered["b"], rendered, multinode=True), runs["b"])
     assert started["run"]["changed_this_run"] is True and started["run"]["starts"] == 1
@@ -284,3 +294,34 @@ def test_verify_needs_no_host():
     plan = plan_for(KIMI)["plan"]
     nodes = {"ct200": {"boot": boot_on(TRUE_P, TRUE_A, 0.958, pin=200_000), "plan": plan, "spec": KIMI}}
     assert transaction.verify(verify_args("ct200", nodes), transaction.new_run())["phase"] == "verify"
+
+
+RESTORE = {"name": "20261129T0800Z", "unit_path": "/b/20261129T0800Z/sglang.service",
+           "runtimes": {"dir": "/opt/sglang/runtimes", "names": ["sglang"]}, "store": STORE,
+           "files": [f["dest"] for f in FILES], "service": "sglang", "wait": WAIT}
+
+
+def test_a_restore_whose_runtime_is_gone_changes_nothing():
+    host = FakeHost()
+    with pytest.raises(PhaseFailed, match="not on this host"):
+        transaction.restore(host, RESTORE, transaction.new_run())
+    assert host.store_ops == [] and "ansible.builtin.systemd_service" not in host.calls
+
+
+def test_a_restore_keeps_the_live_state_first_puts_the_entry_back_and_serves_it():
+    old = {"path": "/opt/sglang/runtimes/0.5.9-aaaa", "versions": {"sglang": "0.5.9"}}
+    live = {"path": "/opt/sglang/runtimes/0.5.23-bbbb", "versions": {"sglang": "0.5.23"}}
+    host = FakeHost(boots=[boot_on(TRUE_P, TRUE_A, 0.958, pin=200_000)],
+                    runtimes={RESTORE["unit_path"]: old, FILES[0]["dest"]: live})
+    run = transaction.new_run()
+    restored = transaction.restore(host, RESTORE, run)
+    # the live state is kept (never pruning the entry being restored) before the entry is put back
+    assert host.store_ops == [("snapshot", ("20261129T0800Z",)), ("restore", "20261129T0800Z")]
+    assert host.snapshots[0]["versions"] == {"sglang": "0.5.23"}
+    assert restored["facts"]["sglang_venv_versions"] == {"sglang": "0.5.9"}  # the restored unit's runtime
+    assert restored["facts"]["sglang_boot"]["pool_tokens"] == 200_000
+    # what the rescue reads: the host changed, and this run is a restore (not rescued by another one)
+    assert run["changed_this_run"] is True and run["restored"] == "20261129T0800Z" and run["starts"] == 1
+    node = rescue_node({"status": 200}, [], None, "", "the proof failed")
+    assert rescue_action(node, {"ct200": []}, rolling_back=bool(run.get("restored")),
+                         rescue_from="proof")["action"] == "none"
