@@ -12,7 +12,7 @@ short_description: Plan, complete, read and prune SGLang runtimes (one virtualen
 description:
   - A runtime is a virtualenv in its own folder, C(<dir>/<version>-<digest12>), where the digest is the
     sha256 of its package set (SGLang's version and source, a wheel's sha256, the extras, the kernel wheels
-    and sources, the host's python). A runtime is never modified once complete.
+    and sources, the host's python). A runtime's packages are never modified once complete.
   - Completion is a manifest file written beside the folder, C(<dir>/<name>.json), only after the role's
     version and import checks passed. A folder without its manifest is an interrupted build; C(state=plan)
     removes it so that it is built again, and nothing ever points a unit at it. (A virtualenv is not
@@ -22,7 +22,12 @@ description:
     wanted runtime is complete (C(use)), is the host's legacy virtualenv with the same versions (C(adopt) -
     a host deployed before runtimes keeps its venv as its first runtime, nothing reinstalled), or must be
     built (C(build)), after checking the free disk. It also reads which runtime the live unit runs.
-  - C(state=complete) writes the manifest (with the versions the role read) atomically.
+  - C(state=complete) writes the runtime's launcher, then the manifest (with the versions the role read),
+    each atomically.
+  - The launcher, C(<runtime>/bin/sglang-serve) (root, 0755), is the program the unit's ExecStart runs, that
+    is C(python -m sglang.launch_server) with the API key rewritten out of SGLang's server_args log line. It is
+    not part of the package set (nor of the digest or the manifest); C(state=plan) writes it into a complete
+    runtime that lacks it (one built before the launcher existed), reported as changed.
   - C(state=versions) returns a runtime's distribution versions (from its manifest, else from its python);
     it fails with a clear message when the runtime is gone.
   - C(state=prune) removes every runtime (and the legacy virtualenv) that neither C(keep), the live unit,
@@ -144,6 +149,11 @@ action:
   type: str
   returned: state=plan
   sample: use
+launcher:
+  description: The runtime's launcher, C(<path>/bin/sglang-serve) (written by plan for a complete runtime, by complete).
+  type: str
+  returned: state=plan, complete
+  sample: /opt/sglang/runtimes/0.5.23-3f2a9c01d4be/bin/sglang-serve
 path:
   description: The runtime's folder (the legacy virtualenv's when adopted).
   type: str
@@ -203,7 +213,7 @@ import subprocess
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.sglang_errors import failures_as_sentences
-from ansible.module_utils.sglang_files import load_json, read_plain, sha256, write_atomic
+from ansible.module_utils.sglang_files import NotPlainFile, load_json, read_plain, sha256, write_atomic
 
 MARKER_SUFFIX = ".json"
 NAME_RE = re.compile(r"^[0-9][0-9A-Za-z.+-]*-[0-9a-f]{12}$")
@@ -223,6 +233,108 @@ print(json.dumps({name: version(name) for name in sys.argv[1:]}))"""
 
 class RuntimeError_(Exception):
     """A refusal with the sentence the operator reads."""
+
+
+# -- the launcher the unit runs -----------------------------------------------------------------------------
+# The unit's ExecStart names this file, so `systemctl show sglang -p ExecStart` (and `ps`) say what runs and from
+# which runtime; before it, a one-line `python -c` program stood in ExecStart. It is the runtime's, not the role's:
+# a restored unit names its own runtime's launcher, so going back restores the launcher with the code.
+LAUNCHER = os.path.join("bin", "sglang-serve")
+LAUNCHER_MODE = 0o755
+# Linux reads at most 127 bytes of a #! line before 5.1 (BINPRM_BUF_SIZE 128) and splits it at whitespace: a longer
+# or spaced python path is started through /bin/sh instead (as pip's script launchers do).
+SHEBANG_MAX = 127
+# Why the body does what it does (SGLang's own code, read from the wheels):
+# - SGLang logs its server_args at INFO once it starts, api_key in clear (0.5.9 entrypoints/engine.py:156 and :1031
+#   `logger.info(f"{server_args=}")`; 0.5.23 entrypoints/engine.py:311 and :1185, whose _server_args_for_logging
+#   redacts only the watermark's secrets), and the key has no environment variable (0.5.23
+#   arg_groups/fields/serving.py: api_key is a plain field). systemd 252 (Debian 12) has no LogFilterPatterns=, so
+#   the key would reach the journal.
+# - The key itself is never an argument: the unit passes it in the --config file (root:<user> 0640).
+LAUNCHER_BODY = r'''# sglang-serve: how the sglang systemd unit starts SGLang from this runtime (ExecStart names it).
+# Written by the sglang role (library/sglang_runtime.py); it is the same in every runtime except the python above.
+# It runs SGLang's own `python -m sglang.launch_server <the unit's arguments>` (runpy, as -m does), after a
+# log-record factory that rewrites the value of every *api_key*, *password* and *secret* field in a log record's
+# message to '<redacted>': SGLang logs its server_args line with the API key in clear (0.5.9 and 0.5.23
+# entrypoints/engine.py), and systemd 252 cannot filter the journal. The line stays, without the key. It is logged
+# by this process; the schedulers and the detokenizer (spawned, without this factory) never log it.
+# The key is never an argument here: it is in the unit's --config file.
+import logging
+import re
+import runpy
+import sys
+
+SECRET = re.compile(r"""(\w*(?:api_key|password|secret)\w*'?(?:: |=))('(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*")""")
+make_record = logging.getLogRecordFactory()
+
+
+def redacting_record(*args, **kwargs):
+    record = make_record(*args, **kwargs)
+    if isinstance(record.msg, str):  # SGLang's line is an f-string: the whole text is the record's msg
+        record.msg = SECRET.sub(r"\1'<redacted>'", record.msg)
+    return record
+
+
+logging.setLogRecordFactory(redacting_record)
+# The import path `python -c` (this launcher's earlier form) and `python -m` start with: the working directory
+# first, not this script's bin/ folder.
+sys.path[0] = ""
+runpy.run_module("sglang.launch_server", run_name="__main__", alter_sys=True)
+'''
+
+
+def launcher_text(runtime):
+    """The launcher's text for a runtime folder: #! its own bin/python, then LAUNCHER_BODY."""
+    python = os.path.join(os.path.normpath(runtime), "bin", "python")
+    if len("#!" + python) <= SHEBANG_MAX and not any(c.isspace() for c in python):
+        return "#!%s\n%s" % (python, LAUNCHER_BODY)
+    if any(c in python for c in "\"\\$`'\n"):
+        raise RuntimeError_("The runtime folder %r holds a quote, $, ` or \\: its launcher cannot name its python. "
+                            "Give sglang_runtimes_dir a plain path." % runtime)
+    # sh runs the second line (python's string literal) and execs python on this file; python reads the rest
+    return "#!/bin/sh\n'''exec' \"%s\" \"$0\" \"$@\"\n' '''\n%s" % (python, LAUNCHER_BODY)
+
+
+def launcher_owner():
+    """The owner a written launcher has: root's when the module runs as root (as the role runs it)."""
+    return (0, 0) if os.geteuid() == 0 else (os.geteuid(), os.getegid())
+
+
+def launcher_differences(path, text, owner):
+    """What differs between the file at path and the launcher it should be: a list of 'missing', 'not a file',
+    'content', 'mode', 'owner' (empty when it is the launcher)."""
+    try:
+        status = os.lstat(path)
+    except FileNotFoundError:
+        return ["missing"]
+    try:
+        held = read_plain(path)
+    except NotPlainFile:
+        return ["not a file"]
+    found = []
+    if held != text.encode("utf-8"):
+        found.append("content")
+    if status.st_mode & 0o7777 != LAUNCHER_MODE:
+        found.append("mode")
+    if (status.st_uid, status.st_gid) != tuple(owner):
+        found.append("owner")
+    return found
+
+
+def ensure_launcher(runtime, check_mode=False):
+    """Write the runtime's launcher when it is missing or differs (content, mode 0755, root's): True when it did
+    (or would, in check mode). A runtime without its bin/python is refused: it is not one to launch."""
+    if not os.path.isfile(os.path.join(runtime, "bin", "python")):
+        raise RuntimeError_("%s/bin/python is missing: no launcher is written into a runtime that cannot run" % runtime)
+    path = os.path.join(runtime, LAUNCHER)
+    text = launcher_text(runtime)
+    if not launcher_differences(path, text, launcher_owner()):
+        return False
+    if not check_mode:
+        if os.path.isdir(path) and not os.path.islink(path):
+            raise RuntimeError_("%s is a folder: move it away; the unit runs a launcher of that name" % path)
+        write_atomic(path, text, LAUNCHER_MODE)  # a root-run module's new file is root's (mkstemp)
+    return True
 
 
 # -- the package set and its digest ------------------------------------------------------------------------
@@ -306,16 +418,24 @@ def expected_versions(pset):
 # -- what is on the host -------------------------------------------------------------------------------------
 
 def unit_runtime(unit_path):
-    """The runtime folder a unit's ExecStart runs (its first word, '<runtime>/bin/python'), or None (also for a
-    unit that is not a small regular file: a FIFO is not waited on)."""
+    """The runtime folder a unit's ExecStart runs (its first word: '<runtime>/bin/sglang-serve', the launcher, or
+    '<runtime>/bin/python' in a unit rendered before the launcher, which a store entry may still hold), or None
+    (also for a unit that is not a small regular file: a FIFO is not waited on)."""
+    program = unit_program(unit_path)
+    for tail in ("/" + LAUNCHER, "/bin/python"):
+        if program and program.endswith(tail):
+            return os.path.normpath(program[:-len(tail)])
+    return None
+
+
+def unit_program(unit_path):
+    """The first word of a unit's ExecStart (the program it runs), or None."""
     try:
         text = read_plain(unit_path, follow=True).decode("utf-8", "replace")
     except OSError:
         return None
     match = re.search(r'^ExecStart=\s*"?([^"\s]+)', text, re.MULTILINE)
-    if not match or not match.group(1).endswith("/bin/python"):
-        return None
-    return os.path.normpath(match.group(1)[:-len("/bin/python")])
+    return match.group(1) if match else None
 
 
 def manifest_problem(runtimes_dir, name, manifest):
@@ -551,6 +671,11 @@ def run_plan(module, p):
         names = sorted(set(p["names"]) | set(wanted or {}))
         result["versions"] = (legacy_versions if action == "adopt"
                               else read_versions(module, path, names, markers)) or {}
+    if action == "use":
+        # a runtime completed before the launcher existed gets it here (complete writes it into new ones): the
+        # unit deploy.yml renders names it
+        result["changed"] = ensure_launcher(path, module.check_mode) or result["changed"]
+    result["launcher"] = os.path.join(path, LAUNCHER)
     result["serving"] = {"path": serving_path,
                          "versions": (read_versions(module, serving_path, p["names"], markers) or {})
                          if serving_path else {}}
@@ -567,25 +692,28 @@ def run_complete(module, p):
     if not os.path.isfile(os.path.join(p["path"], "bin", "python")):
         raise RuntimeError_("%s/bin/python is missing: the build did not finish; nothing is marked complete"
                             % p["path"])
+    # the launcher before the manifest: a runtime marked complete has the launcher its unit will name
+    wrote = ensure_launcher(p["path"], module.check_mode)
+    launcher = os.path.join(p["path"], LAUNCHER)
     markers = read_markers(p["dir"])
     manifest = {"format": 1, "name": p["name"], "path": p["path"], "digest": p["digest"], "set": p["set"],
                 "versions": p["versions"] or {}, "adopted": os.path.dirname(os.path.normpath(p["path"]))
                 != os.path.normpath(p["dir"])}
     old = markers.get(p["name"])
     if old and {k: old.get(k) for k in manifest} == manifest:
-        return {"changed": False, "path": p["path"]}
+        return {"changed": wrote, "path": p["path"], "launcher": launcher}
     if not module.check_mode:
         os.makedirs(p["dir"], mode=0o755, exist_ok=True)
         write_marker(p["dir"], p["name"], manifest)
-    return {"changed": True, "path": p["path"]}
+    return {"changed": True, "path": p["path"], "launcher": launcher}
 
 
 def run_versions(module, p):
     if not p["path"] and p["unit"]:
         p = dict(p, path=unit_runtime(p["unit"]))
         if not p["path"]:
-            raise RuntimeError_("%s names no runtime (no ExecStart=\"<runtime>/bin/python\"), or is missing"
-                                % p["unit"])
+            raise RuntimeError_("%s names no runtime (no ExecStart=\"<runtime>/bin/sglang-serve\" nor "
+                                "\"<runtime>/bin/python\"), or is missing" % p["unit"])
     if not p["path"]:
         raise RuntimeError_("state=versions needs path (a runtime's folder) or unit")
     versions = read_versions(module, p["path"], p["names"], read_markers(p["dir"]))
@@ -596,6 +724,13 @@ def run_versions(module, p):
             "another tool, so this state cannot be put back offline. Pick another entry (-e "
             "sglang_rollback_list=true lists them), or run site.yml with that state's package set to build it "
             "again." % p["path"])
+    launcher = os.path.join(p["path"], LAUNCHER)
+    if p["unit"] and os.path.normpath(unit_program(p["unit"]) or "") == launcher and not os.path.isfile(launcher):
+        # the unit would not start: say so before anything restarts on it (plan writes it back into a runtime)
+        raise RuntimeError_(
+            ("The store entry %s runs " % p["entry"] if p["entry"] else "%s runs " % p["unit"]) + "%s, which is "
+            "missing (removed by hand?) although its runtime %s is here. Run site.yml with that state's package set "
+            "to write it back, or pick another entry." % (launcher, p["path"]))
     return {"changed": False, "path": p["path"], "versions": versions}
 
 

@@ -135,8 +135,18 @@ def build_report(facts, generated_at, previous=None, previous_path=None):
     boot, smoke = facts.get("sglang_boot") or {}, facts.get("sglang_smoke") or {}
     smoke = {k: v for k, v in smoke.items() if k not in ("invocation", "_ansible_no_log")}
     level, record = facts.get("sglang_proof_level") or {}, facts.get("sglang_proof_record") or {}
-    restored_inputs, restored_calibration = restored_plan(facts.get("restored"), facts.get("calibration_entries"))
-    calibration = facts.get("calibration_in_use") or facts.get("calibration_stored") or restored_calibration
+    restored = facts.get("restored") or None
+    restored_inputs, restored_calibration = restored_plan(restored, facts.get("calibration_entries"))
+    if restored:
+        # A rollback serves the restored entry, not this run's inventory: any plan or calibration this run
+        # computed (the check play plans every host) describes a state that does not serve, and is not reported.
+        spec, plan = {}, {"context_length": restored_inputs.get("context_target"),
+                          "mem_fraction_static": restored_inputs.get("mem_fraction_static"),
+                          "max_total_tokens": restored_inputs.get("max_total_tokens"),
+                          "calibrated": restored.get("calibrated"), "explanation": restored.get("plan")}
+        calibration = restored_calibration
+    else:
+        calibration = facts.get("calibration_in_use") or facts.get("calibration_stored")
     starts = _number(facts.get("sglang_starts")) or 0
     # Whether this run (re)started SGLang: the flag the deploy or the restore noted (report.yml passes it).
     started = facts.get("sglang_restarted_this_run") is True
@@ -154,15 +164,20 @@ def build_report(facts, generated_at, previous=None, previous_path=None):
                 "kv_cache_gib", "calibrated", "pre_load_avail_gib", "post_load_avail_gib", "args",
                 "explanation", "assumptions", "running_requests_reason", "headroom_parts", "tradeoff")},
         },
-        "restored": ({k: (facts.get("restored") or {}).get(k) for k in ("name", "plan", "calibrated", "created_at")}
-                     if facts.get("restored") else None),
+        "restored": ({k: restored.get(k) for k in ("name", "plan", "calibrated", "created_at")}
+                     if restored else None),
+        # The state whose plan, calibration and topology this report shows: the one that serves after the run.
+        "serving_state": (("the restored entry %s" % restored.get("name")) if restored else
+                          "the proven state of %s (this check changed nothing)" % (
+                              level.get("last_full_at") or record.get("full_at") or "?")
+                          if smoke.get("level") == "check" else "this run's deploy"),
         "boot": {k: boot.get(k) for k in ("pre_load_avail_gib", "post_load_avail_gib", "pool_tokens", "context_len",
                                           "max_running_requests", "ranks", "error", "invocation_id")},
         # A run that started nothing waited for nothing: no boot time (the unit's age is not one).
         "boot_wait_s": _get(facts, "sglang_ready", "elapsed_s") if started else None,
         "started_this_run": bool(started),
         "calibration": calibration or {},
-        "calibration_key": facts.get("calibration_key"),
+        "calibration_key": None if restored else facts.get("calibration_key"),
         "restarts": {"starts": starts,
                      "corrective": _number(facts.get("sglang_corrective_restarts")) or 0},
         "proof": {k: smoke.get(k) for k in (
@@ -173,11 +188,9 @@ def build_report(facts, generated_at, previous=None, previous_path=None):
         "measured_boots": measured_boots(facts),
         "previous": None,
     }
-    if plan.get("explanation") is None and report["restored"]:
-        report["plan"]["explanation"] = report["restored"]["plan"]
-        report["plan"]["calibration_source"] = report["plan"]["calibration_source"] or (
-            "the restored state %s (%s)" % (report["restored"]["name"], "calibrated" if report["restored"]["calibrated"]
-                                            else "estimated"))
+    if report["restored"]:
+        report["plan"]["calibration_source"] = "the restored state %s (%s)" % (
+            report["restored"]["name"], "calibrated" if report["restored"]["calibrated"] else "estimated")
     report["proof"]["level_reason"] = level.get("reason")
     report["proof"]["last_full_at"] = level.get("last_full_at") or record.get("full_at")
     report["headline"] = headline(report, facts)
@@ -268,9 +281,13 @@ def render_html(report, png):
     else:
         diff = "<p>No earlier report for this host.</p>"
     head = report.get("headline") or {}
-    measured = "measured this run: pool %s tokens, headroom %s GiB (%s)%s; proof: %s" % (
+    this_run = head.get("decode_measured_at") == "this run's proof"
+    measured = "serving: %s; measured this run: pool %s tokens, headroom %s GiB (%s)%s; proof: %s" % (
+        _fmt(report.get("serving_state")),
         _fmt(head.get("pool_tokens")), _fmt(head.get("headroom_gib")), _fmt(head.get("headroom_measured_at")),
-        (", decode %s ms per token at %s tokens of context%s (%s)" % (
+        # a check measures no decode: the last full proof's figures are named as such, apart from this run's
+        ("%s decode %s ms per token at %s tokens of context%s (%s)" % (
+            "," if this_run else "; not measured by this run:",
             _fmt(head["tpot_ms"]), _fmt(head.get("decode_context_tokens")),
             ", accept length %s" % _fmt(head["accept_length"]) if head.get("accept_length") else "",
             _fmt(head.get("decode_measured_at"))))

@@ -1,7 +1,8 @@
 """The API key never reaches SGLang's start-up log line or argv: the rendered unit's own ExecStart (read as systemd
-reads it) runs the SGLang double, which logs server_args like the real 0.5.9 and 0.5.23 (api_key in clear), and
-its output is searched for the key. The same double started as `python -m sglang.launch_server` prints the key:
-the check can fail."""
+reads it: the runtime's launcher, written by library/sglang_runtime.py into a runtime whose python is this one)
+runs the SGLang double, which logs server_args like the real 0.5.9 and 0.5.23 (api_key in clear), and its output
+is searched for the key. The same double started as `python -m sglang.launch_server` prints the key: the check can
+fail."""
 
 import json
 import os
@@ -10,6 +11,7 @@ import sys
 import time
 
 import pytest
+import sglang_runtime
 from hostile_render import REPO, exec_start_argv, render_all
 
 DOUBLE = os.path.join(REPO, "tests", "sglang_double")
@@ -24,7 +26,9 @@ def _start(argv, tmp_path, release):
     gpu.write_text(json.dumps({"version": release}))
     log = tmp_path / "server.log"
     with open(log, "w", encoding="utf-8") as handle:
-        proc = subprocess.Popen(argv, env=dict(os.environ, SGLANG_DOUBLE_GPU=str(gpu), PYTHONPATH=DOUBLE),
+        # the runtime's python is this interpreter by a link, without this virtualenv's packages: they are added
+        path = os.pathsep.join([DOUBLE] + [p for p in sys.path if p.endswith("site-packages")])
+        proc = subprocess.Popen(argv, env=dict(os.environ, SGLANG_DOUBLE_GPU=str(gpu), PYTHONPATH=path),
                                 stdout=handle, stderr=subprocess.STDOUT, cwd=str(tmp_path))
     try:
         deadline = time.monotonic() + 30
@@ -38,13 +42,20 @@ def _start(argv, tmp_path, release):
 
 
 def _unit_argv(tmp_path, key):
-    """The rendered unit's ExecStart with this machine's Python, a model folder and a --config file holding `key`
-    (as sglang.yaml.j2 renders it)."""
-    files = render_all(sglang_api_key=key, sglang_model_path=model_dir(str(tmp_path)), sglang_port=free_port())
+    """The rendered unit's ExecStart for a runtime whose bin/python is this machine's Python (its launcher written
+    by the module, as for a complete runtime), a model folder and a --config file holding `key` (as sglang.yaml.j2
+    renders it)."""
+    runtime = tmp_path / "runtimes" / "0.5.23-aaaaaaaaaaaa"
+    if not (runtime / "bin" / "python").exists():
+        (runtime / "bin").mkdir(parents=True)
+        os.symlink(sys.executable, runtime / "bin" / "python")
+        sglang_runtime.ensure_launcher(str(runtime))
+    files = render_all(sglang_api_key=key, sglang_model_path=model_dir(str(tmp_path)), sglang_port=free_port(),
+                       _sglang_runtime_path=str(runtime))
     config = tmp_path / "sglang.yaml"
     config.write_text(files["config"])
     argv = exec_start_argv(files["unit"])
-    argv[0] = sys.executable
+    assert argv[0] == str(runtime / "bin" / "sglang-serve")  # run as it is: its own #! names the runtime's python
     return [str(config) if arg == "/etc/sglang/sglang.yaml" else arg for arg in argv]
 
 
@@ -68,5 +79,5 @@ def test_the_units_launcher_logs_server_args_without_the_key(tmp_path, release):
 @pytest.mark.parametrize("release", ["0.5.23", "0.5.9"])
 def test_without_the_launcher_the_double_prints_the_key(tmp_path, release):
     argv = _unit_argv(tmp_path, "sk-plain-key")
-    plain = [sys.executable, "-m", "sglang.launch_server"] + argv[3:]
+    plain = [sys.executable, "-m", "sglang.launch_server"] + argv[1:]
     assert "sk-plain-key" in _start(plain, tmp_path, release)

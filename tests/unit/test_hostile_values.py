@@ -11,6 +11,7 @@ import subprocess
 import sys
 
 import pytest
+import sglang_runtime
 import yaml
 from hostile_render import (
     DEFAULTS,
@@ -350,10 +351,12 @@ def test_a_token_file_in_an_existing_folder_leaves_that_folder_as_it_is(tmp_path
 # --- systemd-analyze verify on what the templates render from the accepted hostile values ---
 
 def _venv(tmp_path):
+    """A runtime systemd-analyze can verify a unit against: its python and its launcher (the unit's program)."""
     venv = tmp_path / "venv"
     (venv / "bin").mkdir(parents=True, exist_ok=True)
     if not (venv / "bin" / "python").exists():
         os.symlink(sys.executable, venv / "bin" / "python")
+    sglang_runtime.ensure_launcher(str(venv))
     return str(venv)
 
 

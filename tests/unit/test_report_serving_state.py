@@ -39,3 +39,42 @@ def test_a_full_proofs_headline_says_this_run_measured_decode():
     head, shown = _headline({"level": "full", "pool_tokens": 200064, "decode": dict(DECODE, tpot_ms=40.0)})
     assert head["tpot_ms"] == 40.0 and head["decode_measured_at"] == "this run's proof"
     assert "(this run's proof)" in shown
+
+
+def test_a_rollback_reports_the_restored_state_not_this_runs_inventory_plan():
+    """The check play plans every host from the inventory (here TP1, estimated); the server serves the restored TP8
+    entry: its plan, flags and calibration are the report's, and this run's plan and calibration are not."""
+    unit = render_all(sglang_tp_size=8)["unit"]
+    entries = {"tp8": {"tp_size": 8, "pp_size": 1, "dp_size": 1, "sglang_version": "0.5.23",
+                       "measured_at": "2026-11-20T10:00:00+00:00", "headroom_gib": 4.2},
+               "tp1": {"tp_size": 1, "pp_size": 1, "dp_size": 1, "sglang_version": "0.5.23",
+                       "measured_at": "2026-11-27T10:00:00+00:00", "headroom_gib": 9.9}}
+    facts = {"host": "ct200", "sglang_starts": 1, "sglang_restarted_this_run": True,
+             "sglang_kv_spec": {"tp_size": 1, "pp_size": 1, "dp_size": 1, "context_target": 150000},
+             "sglang_kv_plan_result": {"explanation": "estimated: 150,000 tokens on TP1", "calibrated": False,
+                                       "context_length": 150000, "mem_fraction_static": 0.9},
+             "calibration_in_use": entries["tp1"], "calibration_key": "tp1",
+             "restored": {"name": "20261120T100000-200000", "plan": "calibrated: 200,000 tokens on TP8",
+                          "calibrated": True, "unit": unit, "versions": {"sglang": "0.5.23"}},
+             "calibration_entries": entries,
+             "sglang_smoke": {"level": "full", "pool_tokens": 200064}}
+    report = build_report(facts, "now")
+    plan = report["plan"]
+    assert (plan["inputs"]["tp_size"], plan["inputs"]["pp_size"], plan["inputs"]["dp_size"]) == (8, 1, 1)
+    assert plan["explanation"] == "calibrated: 200,000 tokens on TP8" and plan["calibrated"] is True
+    assert plan["context_length"] == 200000 and plan["mem_fraction_static"] == 0.958
+    assert report["calibration"] == entries["tp8"] and report["calibration_key"] is None
+    assert plan["calibration_source"] == "the restored state 20261120T100000-200000 (calibrated)"
+    assert report["serving_state"] == "the restored entry 20261120T100000-200000"
+    shown = html.unescape(render_html(report, None))
+    assert "8 / 1 / 1" in shown and "1 / 1 / 1" not in shown and "TP1" not in shown
+    assert "serving: the restored entry 20261120T100000-200000" in shown
+
+
+def test_a_check_runs_headline_says_the_decode_was_not_measured_by_this_run():
+    head, shown = _headline({"level": "check", "pool_tokens": 200064})
+    assert shown.startswith('id="headline">serving: the proven state of 2026-11-28T07:00:00+00:00 (this check changed '
+                            "nothing);")
+    assert "; not measured by this run: decode 41.3 ms per token" in shown
+    _, full = _headline({"level": "full", "pool_tokens": 200064, "decode": dict(DECODE, tpot_ms=40.0)})
+    assert "not measured" not in full and ", decode 40 ms per token" in full.replace("40.0", "40")

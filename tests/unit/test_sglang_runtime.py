@@ -225,9 +225,13 @@ def test_a_gone_runtime_is_refused_by_name(tmp_path):
 
 
 def test_the_unit_names_its_runtime_as_the_template_renders_it(tmp_path):
-    from hostile_render import render_all
+    from hostile_render import exec_start_argv, render_all
 
     text = render_all(_sglang_runtime_path="/opt/sglang/runtimes/0.5.23-cccccccccccc")["unit"]
     (tmp_path / "sglang.service").write_text(text)
     assert rt.unit_runtime(str(tmp_path / "sglang.service")) == "/opt/sglang/runtimes/0.5.23-cccccccccccc"
+    # ExecStart runs the runtime's launcher by name (what `systemctl show -p ExecStart` prints), no program text
+    argv = exec_start_argv(text)
+    assert argv[0] == "/opt/sglang/runtimes/0.5.23-cccccccccccc/" + rt.LAUNCHER
+    assert argv[1] == "--model-path" and "-c" not in argv and not any("runpy" in arg for arg in argv)
     assert rt.unit_runtime("/nonexistent/unit") is None

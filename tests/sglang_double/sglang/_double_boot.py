@@ -115,6 +115,7 @@ class Boot:
     def __init__(self, args, gpu, table, cluster=None):
         self.args, self.gpu, self.table, self.cluster = args, gpu, table, cluster
         self.rel = sim.release(gpu)
+        self.lines = sim.log_lines(gpu)  # each release's own wording of its start-up lines
         self.ranks = cluster.ranks if cluster else list(range(args.tp_size * args.pp_size))
         # tqdm bars show on global rank 0 only (weight_utils.py enable_tqdm; cuda graph runner: tp_rank == 0)
         self.shows_progress = 0 in self.ranks
@@ -152,10 +153,10 @@ class Boot:
         elapsed = time.monotonic() - start
         for i, rank in enumerate(self.ranks):
             self.avail[i] -= weights_gib
-            if self.rel == "0.5.9":  # model_runner.py load_model
+            if self.lines["weight_end"] == "dtype":  # 0.5.9 model_runner.py load_model
                 log("Load weight end. elapsed=%.2f s, type=%s, dtype=torch.bfloat16, avail mem=%.2f GB, "
                     "mem usage=%.2f GB." % (elapsed, arch, self.avail[i], weights_gib), rank)
-            else:  # 0.5.23 model_runner.py load_model: quant string instead of dtype
+            else:  # 0.5.10+ model_runner.py load_model: quant string instead of dtype
                 quant = self._quant_str(config)
                 log("Load weight end. elapsed=%.2f s, type=%s, %savail mem=%.2f GB, mem usage=%.2f GB."
                     % (elapsed, arch, quant + ", " if quant else "", self.avail[i], weights_gib), rank)
@@ -215,7 +216,7 @@ class Boot:
         page = self.args.page_size or 1
         kv_gib = (tokens + page) * cell / GB
         cfg = sim.language_config(config)
-        dtype = "" if self.rel == "0.5.9" else "dtype: %s, " % kv_dtype_name
+        dtype = "dtype: %s, " % kv_dtype_name if self.lines["kv_dtype"] else ""  # 0.5.13+
         for i, rank in enumerate(self.ranks):
             self.avail[i] -= kv_gib
             if self.avail[i] < 0:
@@ -231,14 +232,20 @@ class Boot:
     def capture(self, graph_gib, role="target"):
         seconds = self.gpu["graph_seconds"]
         speculative = self.args.speculative_algorithm is not None
-        for i, rank in enumerate(self.ranks):
-            if self.rel == "0.5.9":
+        wording, name = self.lines["graph"], "%s %s" % (role, "verify" if speculative else "decode")
+        per_req = (self.args.speculative_num_draft_tokens or 1) if speculative else 1
+        sizes = "[1, 2, 4, 8, 12, 16, 24, 32]"
+        for i, rank in enumerate(self.ranks):  # the wordings of sim.LOG_LINES, oldest first
+            if wording == "0.5.9":
                 log("Capture cuda graph begin. This can take up to several minutes. avail mem=%.2f GB"
                     % self.avail[i], rank)
-            else:  # model_runner_components/cuda_graph_setup.py
-                log("Capture %s %s CUDA graph begin. backend=full, num_tokens_per_req=%d, avail mem=%.2f GB"
-                    % (role, "verify" if speculative else "decode",
-                       (self.args.speculative_num_draft_tokens or 1) if speculative else 1, self.avail[i]), rank)
+            elif wording in ("0.5.14", "0.5.16"):
+                log("Capture %s CUDA graph begin. backend=full, %s=%d, bs=%s, avail mem=%.2f GB"
+                    % (name, "num_tokens_per_bs" if wording == "0.5.14" else "num_tokens_per_req", per_req, sizes,
+                       self.avail[i]), rank)
+            else:  # 0.5.22+ model_runner_components/cuda_graph_setup.py
+                log("Capture %s CUDA graph begin. backend=full, num_tokens_per_req=%d, avail mem=%.2f GB"
+                    % (name, per_req, self.avail[i]), rank)
         if self.shows_progress:
             print("Capturing batches (bs=1 avail_mem=%.2f GB):   0%%|          | 0/36 [00:00<?, ?it/s]"
                   % min(self.avail), file=sys.stderr, flush=True)
@@ -249,13 +256,13 @@ class Boot:
                   flush=True)
         for i, rank in enumerate(self.ranks):
             self.avail[i] -= graph_gib
-            if self.rel == "0.5.9":
+            if wording == "0.5.9":
                 log("Capture cuda graph end. Time elapsed: %.2f s. mem usage=%.2f GB. avail mem=%.2f GB."
                     % (seconds, graph_gib, self.avail[i]), rank)
-            else:
-                log("Capture %s %s CUDA graph end. bs=[1, 2, 4, 8, 12, 16, 24, 32], elapsed=%.2f s, mem usage="
-                    "%.2f GB, avail mem=%.2f GB." % (role, "verify" if speculative else "decode", seconds,
-                                                     graph_gib, self.avail[i]), rank)
+            else:  # 0.5.22+ name the sizes here, not in the begin line
+                log("Capture %s CUDA graph end. %selapsed=%.2f s, mem usage=%.2f GB, avail mem=%.2f GB."
+                    % (name, "bs=%s, " % sizes if wording == "0.5.22" else "", seconds, graph_gib, self.avail[i]),
+                    rank)
 
 
 def kv_dtype_name(kv_cache_dtype, config):

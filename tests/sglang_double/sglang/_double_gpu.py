@@ -9,7 +9,7 @@ it). Every key, with its default:
                                      the EAGLE and DFLASH cells, the SM100 pages), its launch refusals, request
                                      checks and refusal shapes, --max-running-requests and multimodal reserve;
                                      a release between two of the table takes the older one's. Log lines are
-                                     0.5.9's for 0.5.9, 0.5.23's for every later release.
+                                     each release's own (LOG_LINES, read from the wheels).
   pre_load_avail_gib       85.334    free GiB on (this node's) least-free rank before the weights load, as the GPU
                                      would show it to an empty process (ct200)
   in_use_before_load_gib   0.0       GiB something else already holds on every GPU when SGLang starts
@@ -83,8 +83,50 @@ def load_gpu():
 
 
 def release(gpu):
-    """The log wording the double writes: 0.5.9's, or 0.5.23's for every later release (exact_release for rules)."""
+    """0.5.9 or 0.5.23: the family of the releases' launch refusals and pool-error wording (exact_release for the
+    rules, log_lines for the start-up lines each release words its own way)."""
     return "0.5.9" if str(gpu.get("version", "")).startswith("0.5.9") else "0.5.23"
+
+
+# The start-up lines whose wording changed between 0.5.9 and 0.5.23, as each release's wheel has them (sglang/srt/,
+# read with `unzip -p` from /work/wheels; a .postN release words them as its base release). Each row: the first
+# release of a wording, what changed from the row above. Lines not named here ("Load weight begin. avail mem=",
+# "Memory pool end. avail mem=", "max_total_tokens=N is larger than the profiled value M. Use the profiled value
+# instead.", the scheduler's "max_total_num_tokens=..." summary) read the same in every release 0.5.9-0.5.23.
+#   weight_end  "dtype": "Load weight end. elapsed=, type=, dtype=torch.bfloat16, avail mem=, mem usage=."
+#               "quant": the dtype gone, a quantization string (if any) in its place
+#   kv_dtype    whether "KV Cache is allocated." names the pool's dtype before "#tokens:"
+#   graph       the decode/verify CUDA graph capture lines' wording (see Boot.capture)
+LOG_LINES = (
+    ((0, 5, 9), {"weight_end": "dtype", "kv_dtype": False, "graph": "0.5.9"}),
+    # 0.5.9 model_executor/model_runner.py:1040 `f"dtype={self.dtype}, "`; 0.5.10 model_runner.py:1246
+    # `f"{quant_str + ', ' if quant_str else ''}"` in its place
+    ((0, 5, 10), {"weight_end": "quant"}),
+    # 0.5.12 mem_cache/memory_pool.py:744 "KV Cache is allocated. #tokens: ..."; 0.5.13 memory_pool.py:819 and
+    # :825 "KV Cache is allocated. dtype: {self.dtype}, #tokens: ..."
+    ((0, 5, 13), {"kv_dtype": True}),
+    # 0.5.13 model_runner.py:2895 "Capture cuda graph begin. This can take up to several minutes. avail mem=" and
+    # :2913 "Capture cuda graph end. Time elapsed: ... s. mem usage=... GB. avail mem=... GB."; 0.5.14
+    # model_runner.py:2562-2566 "Capture {role} {decode|verify} CUDA graph begin. backend=, num_tokens_per_bs=,
+    # bs=[...], avail mem=" and :2587-2591 "Capture ... CUDA graph end. elapsed= s, mem usage= GB, avail mem= GB."
+    ((0, 5, 14), {"graph": "0.5.14"}),
+    # 0.5.16 model_executor/model_runner_components/cuda_graph_setup.py:311-315: num_tokens_per_bs= renamed
+    # num_tokens_per_req=
+    ((0, 5, 16), {"graph": "0.5.16"}),
+    # 0.5.22 cuda_graph_setup.py:715-719: bs=[...] leaves the begin line, and :744-749 the end line gains it
+    # before elapsed=
+    ((0, 5, 22), {"graph": "0.5.22"}),
+)
+
+
+def log_lines(gpu):
+    """The wording of the start-up lines for the release the double impersonates (LOG_LINES)."""
+    wanted = version_tuple(exact_release(gpu))
+    found = {}
+    for first, changes in LOG_LINES:
+        if wanted >= first:
+            found.update(changes)
+    return found
 
 
 # The real releases' tables (read from their wheels by tests/contract/extract_flags.py and extract_rules.py):
