@@ -77,10 +77,12 @@ def test_the_draft_loaded_after_the_target_and_the_calibration_holds_the_targets
 
 
 def test_the_runtime_check_saw_torch_and_the_kernels(host):
-    # the unit's interpreter: its runtime's bin/python (one folder per package set under /opt/sglang/runtimes)
+    # the unit runs its runtime's launcher, bin/sglang-serve (one folder per package set under /opt/sglang/runtimes),
+    # which starts SGLang with that runtime's bin/python
     unit = host.file("/etc/systemd/system/%s.service" % UNIT).content_string
-    python = re.search(r'^ExecStart="([^"]+)"', unit, re.MULTILINE).group(1)
-    assert re.match(r"^/opt/sglang/runtimes/0\.5\.23\+double-[0-9a-f]{12}/bin/python$", python), python
+    launcher = re.search(r'^ExecStart="([^"]+)"', unit, re.MULTILINE).group(1)
+    assert re.match(r"^/opt/sglang/runtimes/0\.5\.23\+double-[0-9a-f]{12}/bin/sglang-serve$", launcher), launcher
+    python = os.path.dirname(launcher) + "/python"
     assert host.check_output("%s -c 'import torch; print(torch.cuda.device_count())'" % python) == "8"
     assert host.run("%s -c 'import ddtree_kernels'" % python).rc == 0
 

@@ -47,7 +47,7 @@ def test_the_unit_takes_no_secret_and_is_hardened(host):
 
 def test_the_key_is_in_no_process_argument(host):
     cmdlines = read(host, "/root/cmdlines.txt")
-    assert "sglang.launch_server" in cmdlines and "--config /etc/sglang/sglang.yaml" in cmdlines
+    assert "bin/sglang-serve" in cmdlines and "--config /etc/sglang/sglang.yaml" in cmdlines
     for key in KEYS:
         assert key not in cmdlines
 
@@ -81,8 +81,9 @@ def test_oom_at_start_is_restored(host):
 
 
 def runtime_of(unit_text):
-    """The runtime a unit runs: its ExecStart's first word, '<runtime>/bin/python'."""
-    first = re.search(r'^ExecStart="([^"]+)/bin/python"', unit_text, re.MULTILINE)
+    """The runtime a unit runs: its ExecStart's first word, '<runtime>/bin/sglang-serve' (older units:
+    '<runtime>/bin/python')."""
+    first = re.search(r'^ExecStart="([^"]+)/bin/(?:python|sglang-serve)"', unit_text, re.MULTILINE)
     return first.group(1) if first else None
 
 
