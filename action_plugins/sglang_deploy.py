@@ -20,11 +20,13 @@ from ansible.utils.display import Display
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.realpath(__file__)), os.pardir, "lib"))
 
 from sglang_checks import planhost  # noqa: E402
-from sglang_state import transaction  # noqa: E402
+from sglang_state import transaction, transaction_proof  # noqa: E402
 
 display = Display()
 
-_PHASES = ("render", "start", "calibrate", "verify", "restore")
+_PHASES = ("render", "start", "calibrate", "verify", "restore", "observe", "decide", "record")
+# Phases that begin a run record; the others carry on the one they are given.
+_BEGIN = ("render", "restore", "observe")
 
 
 class _Executor:
@@ -87,9 +89,8 @@ class ActionModule(ActionBase):
             return {"failed": True, "msg": "sglang_deploy: phase is %r, one of %s" % (phase, ", ".join(_PHASES))}
         host = task_vars.get("inventory_hostname")
         # Each phase carries on the run the one before it registered; render begins it.
-        run = (transaction.new_run() if phase in ("render", "restore")
-               else dict(args.pop("run", None) or transaction.new_run()))
-        args.pop("run", None)
+        carried = args.pop("run", None) or {}
+        run = transaction.new_run() if phase in _BEGIN else dict(transaction.new_run(), **carried)
         executor = _Executor(self, task_vars, host)
         try:
             if phase == "render":
@@ -107,11 +108,17 @@ class ActionModule(ActionBase):
                 result = transaction.calibrate(executor, dict(args, replan=replan), run)
             elif phase == "verify":
                 result = transaction.verify(args, run)
-            else:
+            elif phase == "restore":
                 result = transaction.restore(executor, args, run)
+            elif phase == "observe":
+                result = transaction_proof.observe(executor, args)
+            elif phase == "decide":
+                result = transaction_proof.decide(executor, args, run)
+            else:
+                result = transaction_proof.record(executor, args, run)
         except transaction.PhaseFailed as failure:
-            result = {"phase": phase, "failed": True, "msg": str(failure), "changed": run["changed_this_run"],
-                      "run": run}
+            result = {"phase": phase, "failed": True, "msg": str(failure),
+                      "changed": bool(run.get("changed_this_run")), "run": run}
         finally:
             self._remove_tmp_path(self._connection._shell.tmpdir)
         if executor.diffs:

@@ -41,7 +41,8 @@ def new_run():
             "corrective_restarts": 0, "before": {}}
 
 
-def _ok(result, what):
+def succeeded(result, what):
+    """The module's result, or PhaseFailed naming what failed and why."""
     if not isinstance(result, dict) or result.get("failed"):
         message = (result or {}).get("msg") if isinstance(result, dict) else None
         raise PhaseFailed("%s: %s" % (what, message or "failed"))
@@ -49,20 +50,20 @@ def _ok(result, what):
 
 
 def _store(ex, store, files, **args):
-    return _ok(ex.module(STORE_MODULE, dict(store, files=files, **args)), "the backup store (%s)" % args["state"])
+    return succeeded(ex.module(STORE_MODULE, dict(store, files=files, **args)), "the backup store (%s)" % args["state"])
 
 
 def _render(ex, files, etc_dir, etc_group, overrides=None):
     """Render the service's files; True when any changed. The unit's diff is shown with --diff; the env file and
     the config may hold keys: rendered without diff or log (the executor's `secret`)."""
-    _ok(ex.module("ansible.builtin.file", {"path": etc_dir, "state": "directory", "owner": "root",
+    succeeded(ex.module("ansible.builtin.file", {"path": etc_dir, "state": "directory", "owner": "root",
                                            "group": etc_group, "mode": "0750"}), "the service's folder")
     changed = False
     for item in files:
         result = ex.template({"src": item["src"], "dest": item["dest"], "mode": item["mode"], "owner": "root",
                               "group": item.get("group", "root")}, secret=bool(item.get("secret")),
                              overrides=overrides)
-        changed = _ok(result, "rendering %s" % item["dest"]).get("changed", False) or changed
+        changed = succeeded(result, "rendering %s" % item["dest"]).get("changed", False) or changed
     return changed
 
 
@@ -90,7 +91,7 @@ def _restart(ex, service, run):
     reset = _systemctl(ex, "reset-failed", service)
     if reset.get("rc", 0) != 0 and "not loaded" not in str(reset.get("stderr", "")):
         raise PhaseFailed("systemctl reset-failed %s: %s" % (service, reset.get("stderr") or reset.get("msg")))
-    _ok(ex.module("ansible.builtin.systemd_service", {"name": service, "state": "restarted", "enabled": True,
+    succeeded(ex.module("ansible.builtin.systemd_service", {"name": service, "state": "restarted", "enabled": True,
                                                       "daemon_reload": True}), "restarting %s" % service)
     run["starts"] += 1
     run["restarted_this_run"] = True
@@ -121,7 +122,7 @@ def _boot(ex, service, restarted):
     on lines the journal may have rotated away): {found: false} otherwise."""
     if not restarted:
         return {"found": False}
-    return _ok(ex.module(BOOT_MODULE, {"unit": service}), "reading what SGLang measured while booting")
+    return succeeded(ex.module(BOOT_MODULE, {"unit": service}), "reading what SGLang measured while booting")
 
 
 def _journal(ex, service, api_key):
@@ -147,7 +148,7 @@ def start(ex, args, run):
     if args["files_changed"] or peers["restart"] or failed:
         _restart(ex, service, run)
     else:
-        started = _ok(ex.module("ansible.builtin.systemd_service", {"name": service, "state": "started",
+        started = succeeded(ex.module("ansible.builtin.systemd_service", {"name": service, "state": "started",
                                                                     "enabled": True}), "starting %s" % service)
         run["restarted_this_run"] = run["restarted_this_run"] or bool(started.get("changed"))
     ready = _wait(ex, args["wait"], multinode)
@@ -185,10 +186,10 @@ def _facts_file(ex, store, calibration, boot, multinode, nodes, now):
     if multinode:
         entry.update(nodes=nodes, limiting_node=boot.get("limiting_node"))
     entries = dict(store.get("entries") or {}, **{store["key"]: entry})
-    _ok(ex.module("ansible.builtin.file", {"path": store["folder"], "state": "directory", "mode": "0755"}),
-        "the local facts folder")
-    _ok(ex.copy({"dest": store["path"], "mode": "0644", "backup": True, "content": ex.to_json({"entries": entries})}),
-        "storing the calibration")
+    succeeded(ex.module("ansible.builtin.file", {"path": store["folder"], "state": "directory", "mode": "0755"}),
+              "the local facts folder")
+    succeeded(ex.copy({"dest": store["path"], "mode": "0644", "backup": True,
+                       "content": ex.to_json({"entries": entries})}), "storing the calibration")
 
 
 def calibrate(ex, args, run):
@@ -304,7 +305,7 @@ def restore(ex, args, run):
     service's file paths), service, wait. Returns the facts a proof and the report read of the restored state;
     run.restored names the entry (the rescue does not restore again after a failed proof of a restored state)."""
     runtimes, name = args["runtimes"], args["name"]
-    _ok(ex.module(RUNTIME_MODULE, {"state": "versions", "dir": runtimes["dir"], "unit": args["unit_path"],
+    succeeded(ex.module(RUNTIME_MODULE, {"state": "versions", "dir": runtimes["dir"], "unit": args["unit_path"],
                                    "names": runtimes["names"], "entry": name}), "the runtime of %s" % name)
     live = ex.module(RUNTIME_MODULE, {"state": "versions", "dir": runtimes["dir"], "unit": args["files"][0],
                                       "names": runtimes["names"]})
@@ -315,8 +316,9 @@ def restore(ex, args, run):
                      "runtime": live.get("path")})
     run.update(changed_this_run=True, restored=name)
     _store(ex, args["store"], args["files"], state="restore", name=name)
-    versions = _ok(ex.module(RUNTIME_MODULE, {"state": "versions", "dir": runtimes["dir"], "unit": args["files"][0],
-                                              "names": runtimes["names"]}), "the restored runtime's versions")
+    versions = succeeded(ex.module(RUNTIME_MODULE, {"state": "versions", "dir": runtimes["dir"],
+                                                    "unit": args["files"][0], "names": runtimes["names"]}),
+                         "the restored runtime's versions")
     _restart(ex, args["service"], run)
     ready = _wait(ex, args["wait"], False)
     run["ready_elapsed_s"] = ready.get("elapsed_s")

@@ -1,9 +1,9 @@
 """The steps of a server across nodes that gather the peers' values, run through Ansible as the role writes them.
 
-deploy.yml and prove.yml gather each node's renders, boot read and proof level from the other nodes of the
-server with map('extract', hostvars, ...), and hand them to lib/sglang_state as one dict or list. The tasks here
-are lifted from the role's files by name (not copied), run on two local hosts a and b of one server, with what
-each node would have registered set by hand: a's unit changed, b's did not; b's GPUs are the least free.
+The deploy transaction's phases and prove.yml gather each node's result from the other nodes of the server with
+map('extract', hostvars, ...), and hand them on as one dict or list. The expressions here are the role's own
+(vars/main.yml, or lifted from prove.yml by task name, not copied), run on two local hosts a and b of one server,
+with what each node would have registered set by hand.
 """
 
 import json
@@ -36,10 +36,6 @@ def _task(path, name_start):
     return found
 
 
-def boot(pre, post):
-    return {"found": True, "pre_load_avail_gib": pre, "post_load_avail_gib": post, "pool_tokens": 200064}
-
-
 def run(tmp_path, tasks, node_facts):
     with open(os.path.join(REPO, "roles", "sglang", "defaults", "main.yml"), encoding="utf-8") as handle:
         play_vars = yaml.safe_load(handle)
@@ -58,8 +54,7 @@ def run(tmp_path, tasks, node_facts):
             for name in node_facts["a"]}}] + tasks + [
         {"name": "Keep what the role decided", "delegate_to": "localhost", "ansible.builtin.copy": {
             "dest": str(out) + "/{{ inventory_hostname }}.json",
-            "content": "{{ {'peers': _sglang_peers | default(none), 'boot': sglang_boot | default(none),"
-                       " 'own': _sglang_proof_own | default(none), 'level': _sglang_proof_level | default(none)}"
+            "content": "{{ {'peers': _sglang_peers | default(none), 'level': _sglang_proof_level | default(none)}"
                        " | to_json }}"}}]}]
     (tmp_path / "play.yml").write_text(yaml.safe_dump(play, sort_keys=False))
     env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(REPO, "ansible.cfg"), ANSIBLE_NOCOLOR="1")
@@ -81,14 +76,14 @@ def test_each_deploy_phase_takes_every_node_s_result_of_the_phase_before(tmp_pat
                                                                                               "b": False}
 
 
-def test_a_server_is_proven_in_full_when_one_node_changed(tmp_path):
-    process = {"invocation_id": "1f2e", "main_pid": "4242", "exec_main_start": "x"}
-    facts = {host: {"sglang_deploy": {"run": {"before": {"entries": []}}}, "_sglang_serving_process": process,
-                    "_sglang_proof_record": {}, "sglang_changed_this_run": host == "b",
-                    "sglang_restarted_this_run": False, "sglang_venv_versions": {}} for host in ("a", "b")}
-    decide = _task("prove.yml", "Decide this node's proof")
+def test_a_server_is_proven_in_full_when_one_node_needs_it(tmp_path):
+    """prove.yml's gather of the nodes' own levels (the decide phase's, registered as sglang_proof_plan): a needs
+    only a check, b changed and needs the full proof, so the server is proven in full on both, with b's reason."""
+    levels = {"a": {"level": "check", "reason": "nothing changed since the last full proof"},
+              "b": {"level": "full", "reason": "this run changed the unit"}}
+    facts = {host: {"sglang_proof_plan": {"own": levels[host]}} for host in ("a", "b")}
     planned = _task("prove.yml", "Prove the KV pool")["vars"]["_sglang_proof_planned"]
     keep = {"name": "The server's proof", "ansible.builtin.set_fact": {"_sglang_proof_level": planned}}
-    got = run(tmp_path, [decide, keep], facts)
-    assert got["a"]["own"]["level"] == "full"  # never proven: both need the full proof on their own
-    assert got["a"]["level"]["level"] == got["b"]["level"]["level"] == "full"
+    got = run(tmp_path, [keep], facts)
+    for host in ("a", "b"):
+        assert got[host]["level"] == levels["b"]

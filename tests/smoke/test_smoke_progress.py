@@ -156,11 +156,13 @@ def test_a_missing_results_file_is_named(tmp_path):
 
 def smoke_tasks():
     """The block of roles/sglang/tasks/prove.yml (the role's proof, run from smoke.yml) that runs the proof, with
-    its vars, as written."""
+    its vars, as written, up to the module's result (the transaction's record phase after it is tested in
+    tests/unit/test_transaction_proof.py)."""
     with open(os.path.join(REPO, "roles", "sglang", "tasks", "prove.yml"), encoding="utf-8") as handle:
         tasks = yaml.safe_load(handle)
-    block = next(task for task in tasks if "rescue" in task)
-    return block["block"], block["vars"]
+    block = next(task for task in tasks if "block" in task)
+    names = [task["name"] for task in block["block"]]
+    return block["block"][:names.index("Collect the full proof's result") + 1], block["vars"]
 
 
 def run_proof(tmp_path, url, **overrides):
@@ -174,12 +176,13 @@ def run_proof(tmp_path, url, **overrides):
     play_vars = dict(defaults, _sglang_local_address=host, sglang_port=int(port), sglang_api_key="",
                      sglang_ready_timeout=60, sglang_smoke_timeout=60,
                      # the full proof, as this node's decision gives it after a change (prove.yml's first task)
-                     _sglang_proof_own={"level": "full", "reason": "this run changed the files"}, **overrides)
+                     sglang_proof_plan={"own": {"level": "full", "reason": "this run changed the files"}},
+                     **overrides)
     play = [{"name": "The proof as smoke.yml runs it", "hosts": "localhost", "connection": "local",
              "gather_facts": False, "vars": play_vars,
              "tasks": [{"name": "Prove", "vars": block_vars, "block": tasks},
                        {"name": "Keep the evidence", "changed_when": False,
-                        "ansible.builtin.copy": {"content": "{{ sglang_smoke | to_json }}",
+                        "ansible.builtin.copy": {"content": "{{ _sglang_smoke_full | to_json }}",
                                                  "dest": str(tmp_path / "evidence.json")}}]}]
     path = tmp_path / "proof.yml"
     path.write_text(yaml.safe_dump(play, sort_keys=False))
