@@ -67,7 +67,9 @@ def environment(value):
         if owner:
             raise Refusal("sets %s, which the role sets from %s" % (name, owner), "set %s instead" % owner)
         if isinstance(item, Mapping | list | tuple) or item is None:
-            raise Refusal("gives %s a %s" % (name, type(item).__name__), "give %s a string or a number" % name)
+            raise Refusal("gives %s %s" % (name, "no value (null)" if item is None else "a mapping"
+                                           if isinstance(item, Mapping) else "a list"),
+                          "give %s a string or a number" % name)
         if isinstance(item, str) and any(ord(char) < 32 and char != "\t" or ord(char) == 127 for char in item):
             raise Refusal("gives %s a value with a line break or control character (it would add a line to the"
                           " env file)" % name, "remove it")
