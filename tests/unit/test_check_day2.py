@@ -85,6 +85,7 @@ def test_inf_for_a_number_knob_names_the_variable(name, bad):
     ({"sglang_reprove_after_days": "nan"}, "sglang_reprove_after_days"),
     ({"sglang_reprove_after_days": 1e308}, "sglang_reprove_after_days"),
     ({"sglang_reprove_after_days": float("inf")}, "sglang_reprove_after_days"),
+    ({"sglang_reprove_after_days": -1}, "sglang_reprove_after_days is -1"),  # was said only at prove.yml
     ({"sglang_kernel_wheels": [{"name": "k"}]}, "has no src"),
     ({"sglang_kernel_sources": [{"ref": "v1"}]}, "has no repo"),
     ({"sglang_version": "0.5.23 "}, "sglang_version is '0.5.23 '"),
