@@ -224,7 +224,8 @@ def spec_refusals(host, variables, roles, role_names):
             shape = options[name]["type"]
             refusals.append("%s: %s is %s (%s), not a %s. Write it as %s; roles/%s/meta/argument_specs.yml "
                             "describes it." % (host, name, kind_of(given[name]), shown(name, given.pop(name)),
-                                               "mapping" if shape == "dict" else "list", _SHAPES[shape] % (name, name), role))
+                                               "mapping" if shape == "dict" else "list",
+                                               _SHAPES[shape] % (name, name), role))
         if not given:
             continue
         result = roles.validator(role, tuple(sorted(given))).validate(given)
