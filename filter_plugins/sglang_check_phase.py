@@ -99,6 +99,11 @@ def plan_hosts(hosts, hostvars):
         nodes = knobs.get("sglang_nodes") or [host]
         known = [n for n in nodes if n in hostvars and planspec.node_inputs(
             n, knobs if n == host else hostvars[n], hostvars[n].get("nvidia_gpu"))["gpu_memory_mib"] not in (None, "")]
+        short = planspec.gpu_count_refusals(host, knobs, [planspec.node_inputs(
+            n, {}, hostvars[n].get("nvidia_gpu") if n in hostvars else None) for n in nodes])
+        if short:  # a count the inventory (or a fact cache) holds refuses even a plan the memory cannot make yet
+            out[host] = {"error": " ".join(short)}
+            continue
         if len(known) < len(nodes):  # a new host: nothing knows its GPUs until preflight reads them
             out[host] = {"skipped": "%s: planned once preflight has read the GPUs (no sglang_gpu_memory_mib and no "
                                     "stored facts)" % host}

@@ -305,6 +305,7 @@ from ansible.module_utils.sglang_http import (
     ResponseTooLarge,
     error_body,
     open_bearer,
+    protocol_fault,
     read_bounded,
     too_large,
 )
@@ -400,7 +401,14 @@ class Client:
                 holder["error"] = self._late(method, path, seconds)
             except ResponseTooLarge as error:
                 holder["error"] = SmokeFailure("%s: is url an SGLang server?" % error)
-            except HTTPException as error:  # IncompleteRead and the like: the answer broke off
+            except HTTPException as error:
+                fault = protocol_fault(error)
+                if fault:  # an answer no HTTP server sends (too many headers, a line too long): no retry fixes it
+                    holder["error"] = SmokeFailure(
+                        "%s %s: %s. Is url an SGLang server? Check what listens there (a proxy in front of it, "
+                        "another service) and point url at SGLang's port." % (method, self.url + path, fault))
+                    return
+                # IncompleteRead and the like: the answer broke off
                 holder["error"] = Retryable("%s %s broke off mid-answer (%s): the server closed the connection"
                                             % (method, self.url + path, type(error).__name__))
             except ConnectionError as error:  # reset or broken while the answer was read: the same, said plainly

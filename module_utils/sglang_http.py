@@ -4,7 +4,9 @@ neither learn the key nor make a module read without end."""
 
 from __future__ import annotations
 
+import re
 import time
+from http.client import BadStatusLine, HTTPException, IncompleteRead, LineTooLong, RemoteDisconnected
 
 from ansible.module_utils.urls import open_url
 
@@ -67,3 +69,29 @@ def error_body(error):
         return read_bounded(error, ERROR_LIMIT, "the error page").decode("utf-8", "replace")
     except (OSError, ValueError, AttributeError):
         return ""
+
+
+def protocol_fault(error):
+    """What an http.client.HTTPException says about the peer, in words, or None when it is not one.
+
+    http.client stops reading an answer whose head no HTTP server sends (more than its _MAXHEADERS, 100, header
+    lines: a plain HTTPException "got more than 100 headers"; a status, header, chunk-size or trailer line over
+    _MAXLINE, 65,536 bytes: LineTooLong "got more than 65536 bytes when reading header line"). Those are the
+    peer's answer, not a connection that closed: named as such, so the operator looks at what answers at the URL
+    (a proxy, another service), not at the network. IncompleteRead is the answer broken off: None, the caller's
+    "broke off" sentence is the right one."""
+    if not isinstance(error, HTTPException) or isinstance(error, IncompleteRead):
+        return None
+    text = str(error)
+    if isinstance(error, LineTooLong):
+        found = re.search(r"got more than (\d+) bytes when reading (.+)", text)
+        limit, what = (found.group(1), found.group(2)) if found else ("65536", text or "a line")
+        return "its answer had a %s longer than %s bytes (an HTTP client reads no longer line)" % (what, limit)
+    if isinstance(error, BadStatusLine) and not isinstance(error, RemoteDisconnected):
+        # its text is the peer's first line: not repeated (a hostile peer chooses it)
+        return "its answer did not begin with an HTTP status line (is it an HTTP server at all?)"
+    found = re.search(r"got more than (\d+) headers", text)
+    if found:
+        return ("its answer had more than %s header lines (an HTTP client reads no more; SGLang sends a handful)"
+                % found.group(1))
+    return None

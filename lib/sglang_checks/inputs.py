@@ -218,6 +218,14 @@ def spec_refusals(host, variables, roles, role_names):
             refusals.append("%s: %s is %s, which is not a finite number. Give a %s; roles/%s/meta/argument_specs.yml "
                             "describes it." % (host, name, shown(name, given.pop(name)),
                                                "whole number" if options[name]["type"] == "int" else "number", role))
+        for name in [n for n in given if _not_a_container(options[n].get("type"), given[n])]:
+            # ansible-core's words ("is of type list and we were unable to convert to dict: <class 'list'> ...")
+            # name a Python class, not the shape to write
+            shape = options[name]["type"]
+            refusals.append("%s: %s is %s (%s), not a %s. Write it as %s; roles/%s/meta/argument_specs.yml "
+                            "describes it." % (host, name, kind_of(given[name]), shown(name, given.pop(name)),
+                                               "mapping" if shape == "dict" else "list",
+                                               _SHAPES[shape] % (name, name), role))
         if not given:
             continue
         result = roles.validator(role, tuple(sorted(given))).validate(given)
@@ -231,6 +239,22 @@ def spec_refusals(host, variables, roles, role_names):
                             % (host, names[0], role, message.rstrip("."),
                                "roles/%s/meta/argument_specs.yml" % role))
     return refusals
+
+
+_SHAPES = {"dict": "one name: value per line under %s: in YAML, or -e '{\"%s\": {\"NAME\": \"value\"}}'",
+           "list": "one '- item' per line under %s: in YAML, or -e '{\"%s\": [\"item\"]}'"}
+
+
+def _not_a_container(kind, value):
+    """A mapping or list option given something ansible-core would not convert to it (text it may split: left to
+    its validator and values.py)."""
+    from collections.abc import Mapping
+
+    if kind == "dict":
+        return not isinstance(value, Mapping | str)
+    if kind == "list":
+        return isinstance(value, Mapping)
+    return False
 
 
 def not_finite(value):

@@ -79,9 +79,29 @@ def plan_host(host, hostvars, knobs, measured=None, gpus=None, calibrations=None
         rank0 = nodes[0]
         address = hostvars[rank0].get("ansible_host", rank0) if rank0 in hostvars else rank0
         spec, server, node = planspec.spec(host, knobs, per_node, address, measured)
-        return {"spec": spec, "plan": planspec.plan(spec, server), "node": node, "server": server}
+        # after spec(): its node placement has named a tp/pp that is not a GPU count, or nodes that do not split it
+        short = planspec.gpu_count_refusals(host, knobs, per_node)
+        if short:
+            return {"error": " ".join(short)}
+        plan = planspec.plan(spec, server)
+        return {"spec": spec, "plan": dict(plan, assumptions=plan["assumptions"] + _count_unknown(knobs, per_node)),
+                "node": node, "server": server}
     except sglang_kvplan.KVPlanError as error:
         return {"error": "%s: %s" % (host, error)}
+
+
+def _count_unknown(knobs, per_node):
+    """The plan's word on nodes whose GPU count nothing knows yet (make plan connects to nothing)."""
+    missing = [n["node"] for n in per_node if n.get("gpu_count") in (None, "")]
+    if not missing:
+        return []
+    needed = planspec.gpus_needed(knobs, len(per_node))
+    if needed is None:
+        return []
+    # One node is not named: the same plan on many hosts is one picture for make plan (plan_pictures' key).
+    where = " on %s" % ", ".join(missing) if len(per_node) > 1 else ""
+    return ["GPU count not known%s (no nvidia_gpu facts yet): this plan takes %d GPU(s) on each node; preflight "
+            "checks the count before any role changes the host" % (where, needed)]
 
 
 def _facts(hostvars, host):

@@ -33,6 +33,9 @@ def node_inputs(node, knobs, gpu=None, calibration=None):
             "gpu_memory_mib": gpu.get("memory_mib_min") or knobs.get("sglang_gpu_memory_mib"),
             # The page SGLang's attention backend forces depends on the GPU family (lib/sglang_kvplan/pages.py).
             "gpu_compute_capability": gpu.get("compute_capability") or knobs.get("sglang_gpu_compute_capability"),
+            # How many GPUs the node has: preflight's count, or one the inventory (or a fact cache) already holds,
+            # so that a plan needing more is refused before anything connects; None until then.
+            "gpu_count": gpu.get("count"),
             "calibration": calibration if calibration is not None else (knobs.get("sglang_calibration") or {})}
 
 
@@ -42,6 +45,87 @@ def gpus_per_node(tp_size, pp_size=1, dp_size=1, enable_dp_attention=False, nnod
     (managers/data_parallel_controller.py launch_dp_schedulers: base_gpu_id += tp_size x pp_size per DP rank)."""
     ranks = 1 if enable_dp_attention else max(int(dp_size or 1), 1)
     return int(tp_size or 1) * int(pp_size or 1) * ranks // max(int(nnodes or 1), 1)
+
+
+def _whole(value):
+    """A GPU count as a whole number, or None when it is not one (a bool, text, a fraction, below 0)."""
+    if isinstance(value, bool):
+        return None
+    try:
+        number = float(value)
+    except (TypeError, ValueError, OverflowError):
+        return None
+    return int(number) if number.is_integer() and number >= 0 else None
+
+
+def _sizes(knobs):
+    """{sglang_tp_size, sglang_pp_size, sglang_dp_size} as whole numbers (unset: 1), or None if one is not."""
+    sizes = {}
+    for knob in ("sglang_tp_size", "sglang_pp_size", "sglang_dp_size"):
+        value = knobs.get(knob)
+        sizes[knob] = 1 if value in (None, "") else _whole(value)
+        if not sizes[knob]:
+            return None
+    return sizes
+
+
+def gpus_needed(knobs, nnodes=1):
+    """The GPUs the host's knobs take on each of its server's `nnodes` nodes (gpus_per_node), or None when a size
+    is not a GPU count."""
+    sizes = _sizes(knobs)
+    if sizes is None:
+        return None
+    return gpus_per_node(sizes["sglang_tp_size"], sizes["sglang_pp_size"], sizes["sglang_dp_size"],
+                         bool(knobs.get("sglang_enable_dp_attention")), nnodes)
+
+
+def gpu_count_refusals(host, knobs, per_node):
+    """A sentence per node of `host`'s server whose known GPU count (nvidia_gpu.count) is less than the server
+    takes on each node, or is not a count at all. A node whose count is not known yet says nothing here:
+    preflight reads it and refuses before any role changes the host (roles/preflight/tasks/main.yml).
+
+    knobs: the host's sglang_* values (tp, pp, dp, DP attention); per_node: node_inputs() of every node in rank
+    order. Refused here, the run stops in the check phase, and make plan (which connects to nothing) says so too,
+    rather than printing a plan no host can launch."""
+    sizes = _sizes(knobs)
+    if sizes is None:
+        return []  # not a GPU count: node_placement's sentence, or the argument specs', names it
+    attention = bool(knobs.get("sglang_enable_dp_attention"))
+    nnodes = len(per_node) or 1
+    needed = gpus_needed(knobs, nnodes)
+    product = "sglang_tp_size %d x sglang_pp_size %d" % (sizes["sglang_tp_size"], sizes["sglang_pp_size"])
+    if sizes["sglang_dp_size"] > 1:
+        product += (" (sglang_dp_size %d inside the TP group: DP attention)" % sizes["sglang_dp_size"] if attention
+                    else " x sglang_dp_size %d" % sizes["sglang_dp_size"])
+    if nnodes > 1:
+        product += " over the %d nodes of sglang_nodes" % nnodes
+    refusals = []
+    for entry in per_node:
+        count = entry.get("gpu_count")
+        if count in (None, ""):
+            continue
+        number = _whole(count)
+        if number is None:
+            refusals.append("%s: nvidia_gpu.count of %s is %r, not a number of GPUs: it is preflight's fact (set by "
+                            "nvidia_gpu_facts); remove nvidia_gpu from the inventory, or give count as a whole number."
+                            % (host, entry["node"], count))
+        elif number < needed:
+            fit = max(number * nnodes // (sizes["sglang_pp_size"] * (1 if attention else sizes["sglang_dp_size"])),
+                      0)
+            refusals.append(
+                "%s: %s takes %d GPU(s) on %s, but it has %d (nvidia_gpu.count). Lower the parallelism to fit %d "
+                "GPU(s)%s, add nodes to sglang_nodes, or run it on a host with more GPUs."
+                % (host, product, needed, entry["node"], number, number,
+                   " (e.g. sglang_tp_size: %d)" % _power_of_two_at_most(fit) if fit >= 1 else ""))
+    return refusals
+
+
+def _power_of_two_at_most(number):
+    """The largest power of two not above `number` (TP sizes the attention heads divide are powers of two)."""
+    power = 1
+    while power * 2 <= number:
+        power *= 2
+    return power
 
 
 def dist_init_host(knobs, rank0_address):

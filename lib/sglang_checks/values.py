@@ -67,7 +67,9 @@ def environment(value):
         if owner:
             raise Refusal("sets %s, which the role sets from %s" % (name, owner), "set %s instead" % owner)
         if isinstance(item, Mapping | list | tuple) or item is None:
-            raise Refusal("gives %s a %s" % (name, type(item).__name__), "give %s a string or a number" % name)
+            raise Refusal("gives %s %s" % (name, "no value (null)" if item is None else "a mapping"
+                                           if isinstance(item, Mapping) else "a list"),
+                          "give %s a string or a number" % name)
         if isinstance(item, str) and any(ord(char) < 32 and char != "\t" or ord(char) == 127 for char in item):
             raise Refusal("gives %s a value with a line break or control character (it would add a line to the"
                           " env file)" % name, "remove it")
@@ -97,8 +99,9 @@ def speculative(value):
 
 def report_dir(value):
     """The controller's report folder. Empty: the repository's reports/. Otherwise an absolute path (a relative
-    one would depend on where ansible-playbook runs) outside the system's folders, whose nearest existing folder
-    the operator who runs Ansible owns: the report task creates it with that operator's rights."""
+    one would depend on where ansible-playbook runs) outside the system's folders: a folder, or a new one in a
+    folder, that the operator who runs Ansible owns and can write to (the report task creates it with that
+    operator's rights)."""
     if value in ("", None):
         return
     path = plain_path(value)
@@ -106,12 +109,23 @@ def report_dir(value):
     if under or path in SYSTEM_DIRS:
         raise Refusal("is under %s, a system folder" % (under[0] if under else path),
                       "leave it empty (the repository's reports/) or give a folder of yours, e.g. ~/sglang-reports")
-    existing = path
-    while not os.path.exists(existing):
-        existing = os.path.dirname(existing)
+    # The folder itself may be new (the report task creates it, and <host>/<timestamp> in it), its parent not: a
+    # mistyped path (/nonexistent/x) would otherwise become a tree of folders made from the root down, with the
+    # rights of whoever runs Ansible, root included (probe day 2).
+    existing = path if os.path.lexists(path) else os.path.dirname(path)
+    if not os.path.lexists(existing):
+        raise Refusal("is in %s, which does not exist: the report creates the folder itself, not the folders "
+                      "above it" % existing,
+                      "create %s first, fix the path, or leave it empty (the repository's reports/)" % existing)
+    if not os.path.isdir(existing):
+        raise Refusal("%s %s, which is not a folder" % ("is" if existing == path else "is in", existing),
+                      "give a folder, or leave it empty (the repository's reports/)")
     if os.stat(existing).st_uid != os.getuid():
         raise Refusal("is in %s, which the user running Ansible does not own" % existing,
                       "leave it empty (the repository's reports/) or give a folder you own")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise Refusal("is in %s, which the user running Ansible cannot write to" % existing,
+                      "give a folder you can write to, or leave it empty (the repository's reports/)")
 
 
 HF_REPO_CHECK = pattern(HF_REPO, "a Hub repository name", "org/model")

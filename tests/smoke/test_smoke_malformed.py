@@ -66,3 +66,43 @@ def test_a_model_listing_of_another_shape_names_the_server_and_the_fix(smoke):
     assert "an answer from %s is not shaped as SGLang's answers are" % url in result["msg"], result["msg"]
     assert "Fix: point url at an SGLang server" in result["msg"]
     assert "unexpected" not in result["msg"]
+
+
+@contextlib.contextmanager
+def heading(head):
+    """A server on 127.0.0.1 that answers every request with the raw bytes `head` (a status line and headers no
+    HTTP server sends) and a small JSON body."""
+
+    class Head(BaseHTTPRequestHandler):
+        def do_GET(self):  # noqa: N802 - the name http.server calls
+            body = b'{"max_total_num_tokens": 218485}'
+            try:
+                self.wfile.write(head + b"content-length: %d\r\n\r\n" % len(body) + body)
+            except OSError:  # the client stopped reading at its limit
+                pass
+            self.close_connection = True
+
+        def log_message(self, *args):
+            pass
+
+    with serving(Head) as url:
+        yield url
+
+
+@pytest.mark.parametrize(("head", "named"), [
+    (b"HTTP/1.1 200 OK\r\n" + b"".join(b"x-h%d: v\r\n" % i for i in range(150)), "more than 100 header lines"),
+    (b"HTTP/1.1 200 OK\r\nx-big: " + b"a" * 2**20 + b"\r\n", "a header line longer than 65536 bytes"),
+    (b"HTTP/1.1 200 " + b"O" * 2**17 + b"\r\n", "a status line longer than 65536 bytes"),
+    (b"SSH-2.0-OpenSSH_9.6\r\n", "did not begin with an HTTP status line"),
+], ids=["150 headers", "a 1 MiB header line", "a 128 KiB status line", "not HTTP"])
+def test_an_answer_head_no_http_server_sends_is_named_not_taken_for_a_closed_connection(smoke, head, named):
+    # probe day 2 N16: 150 headers or a 1 MB header line read "broke off mid-answer (HTTPException): the server
+    # closed the connection", the wrong cause; it is the answer's head, and no retry fixes it
+    with heading(head) as url:
+        rc, result = smoke(url=url, wait_ready=30, context_target=1000)
+    assert rc == 1 and result["failed"]
+    assert named in result["msg"], result["msg"]
+    assert "Is url an SGLang server?" in result["msg"], result["msg"]
+    assert "broke off" not in result["msg"] and "closed the connection" not in result["msg"]
+    # refused at once, not retried until wait_ready ran out
+    assert "was not ready within" not in result["msg"]

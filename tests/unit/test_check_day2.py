@@ -85,6 +85,7 @@ def test_inf_for_a_number_knob_names_the_variable(name, bad):
     ({"sglang_reprove_after_days": "nan"}, "sglang_reprove_after_days"),
     ({"sglang_reprove_after_days": 1e308}, "sglang_reprove_after_days"),
     ({"sglang_reprove_after_days": float("inf")}, "sglang_reprove_after_days"),
+    ({"sglang_reprove_after_days": -1}, "sglang_reprove_after_days is -1"),  # was said only at prove.yml
     ({"sglang_kernel_wheels": [{"name": "k"}]}, "has no src"),
     ({"sglang_kernel_sources": [{"ref": "v1"}]}, "has no repo"),
     ({"sglang_version": "0.5.23 "}, "sglang_version is '0.5.23 '"),
@@ -159,3 +160,34 @@ def test_a_server_node_placement_with_sizes_that_are_not_gpu_counts_is_a_sentenc
 ])
 def test_a_package_or_extra_that_pip_would_read_as_an_option_is_refused(variables, words):
     assert any(words in r for r in refusals(variables)), refusals(variables)
+
+
+@pytest.mark.parametrize("value, kind", [(["A=1"], "a list"), ([{"A": "1"}], "a list"), (5, "a number")])
+def test_an_environment_that_is_not_a_mapping_is_a_sentence_with_its_shape(value, kind):
+    # probe day 2 B: sglang_environment as a list reached the env template ("dictsort failed:
+    # '_AnsibleLazyTemplateList' object has no attribute 'items'"); ansible-core's own words named a Python class
+    found = [r for r in refusals({"sglang_environment": value}) if "sglang_environment" in r]
+    assert len(found) == 1, refusals({"sglang_environment": value})
+    assert found[0].startswith("ct200: sglang_environment is %s (%r), not a mapping. Write it as" % (kind, value))
+    assert "class" not in found[0]
+
+
+def test_an_environment_variable_without_a_value_says_null_not_a_python_type():
+    found = [r for r in refusals({"sglang_environment": {"A": None}}) if "sglang_environment" in r]
+    assert "gives A no value (null)" in found[0] and "NoneType" not in found[0], found
+
+
+def test_the_role_used_alone_refuses_a_list_environment_before_its_templates(tmp_path):
+    import json
+    import subprocess
+    import sys
+
+    env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(REPO, "ansible.cfg"), ANSIBLE_NOCOLOR="1")
+    result = subprocess.run([os.path.join(os.path.dirname(sys.executable), "ansible-playbook"),
+                             "tests/unit/hostile_values_localhost.yml", "-e",
+                             json.dumps({"sglang_environment": ["A=1", "B=2"]})],
+                            cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
+    out = result.stdout + result.stderr
+    assert result.returncode == 2, out
+    assert "localhost: sglang_environment is a list (['A=1', 'B=2']), not a mapping" in out, out
+    assert "dictsort" not in out and "Traceback" not in out and "object has no attribute" not in out

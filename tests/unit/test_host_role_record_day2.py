@@ -5,9 +5,24 @@ import pytest
 from test_host_role_record import run
 
 
-@pytest.mark.parametrize("content", ['{"files": ["a"]}', '{"files": "abc"}', '{"files": 5}',
-                                     '{"packages": ["x"]}', '{"packages": {"x": 5}}', '{"facts": [1]}',
-                                     '{"facts": "x"}', "[" * 200_000])
+def whole_record(**odd):
+    """A record this module would have written for inputs={} on this kernel, with `odd` fields put in: the fields'
+    types are read only when the version, the inputs and the kernel match (the probe's records did)."""
+    import json
+    import os
+
+    import host_role_record
+
+    return json.dumps(dict({"version": host_role_record.VERSION, "inputs": host_role_record.digest({}),
+                            "kernel": os.uname().release, "files": {}, "packages": {}, "facts": {}}, **odd))
+
+
+@pytest.mark.parametrize("content", [whole_record(files=["a"]), whole_record(files="abc"), whole_record(files=5),
+                                     whole_record(packages=["x"]), whole_record(packages={"x": 5}),
+                                     whole_record(facts=[1]), whole_record(facts="x"), '{"files": ["a"]}',
+                                     "[" * 200_000],
+                         ids=["files a list", "files a string", "files a number", "packages a list",
+                              "a package a number", "facts a list", "facts a string", "no version", "deep"])
 def test_a_record_of_the_wrong_shape_runs_the_role_in_full(tmp_path, content):
     path = tmp_path / "record.json"
     path.write_text(content)

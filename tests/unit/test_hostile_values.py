@@ -206,7 +206,8 @@ def test_the_hub_token_file_goes_where_the_role_may_create_its_folder(path, ok):
 
 def test_the_report_dir_is_the_operators(tmp_path):
     assert refused(sglang_report_dir="") == []
-    assert refused(sglang_report_dir=str(tmp_path / "reports" / "new")) == []
+    assert refused(sglang_report_dir=str(tmp_path / "new")) == []  # created by the report, in a folder there
+    assert refused(sglang_report_dir=str(tmp_path)) == []
     for value in ("reports", "../reports", "/etc/reports", "/usr/share/r", "/var/lib/r", "/"):
         assert sentence_for("sglang_report_dir", refused(sglang_report_dir=value))
     if os.getuid() == 0:  # a folder someone else owns
@@ -215,6 +216,33 @@ def test_the_report_dir_is_the_operators(tmp_path):
         os.chown(other, 65534, 65534)
         line = sentence_for("sglang_report_dir", refused(sglang_report_dir=str(other / "r")))
         assert "does not own" in line
+
+
+def test_a_report_dir_in_a_missing_folder_is_refused_before_anything_is_created(tmp_path):
+    # probe day 2: sglang_report_dir=/nonexistent/x was accepted, and the plan's picture made /nonexistent/x/plan
+    # as root; a mistyped path must not become a tree of new folders
+    for value in ("/nonexistent/x", str(tmp_path / "missing" / "reports")):
+        line = sentence_for("sglang_report_dir", refused(sglang_report_dir=value))
+        parent = os.path.dirname(value)
+        assert "is in %s, which does not exist" % parent in line and "create %s first" % parent in line, line
+    assert not os.path.exists("/nonexistent") and not (tmp_path / "missing").exists()
+
+
+def test_a_report_dir_that_is_a_file_or_in_a_file_is_refused(tmp_path):
+    (tmp_path / "f").write_text("x")
+    for value in (tmp_path / "f", tmp_path / "f" / "r"):
+        assert "which is not a folder" in sentence_for("sglang_report_dir", refused(sglang_report_dir=str(value)))
+
+
+@pytest.mark.skipif(os.getuid() == 0, reason="root writes to any folder")
+def test_a_report_dir_in_a_folder_the_operator_cannot_write_is_refused(tmp_path):
+    shut = tmp_path / "shut"
+    shut.mkdir(mode=0o500)
+    try:
+        line = sentence_for("sglang_report_dir", refused(sglang_report_dir=str(shut / "r")))
+        assert "cannot write to" in line, line
+    finally:
+        shut.chmod(0o700)
 
 
 @pytest.mark.parametrize("value", ["../../../x", "a/b", ".hidden", "x y", "", "ct200\n", "-x", "a" * 65])

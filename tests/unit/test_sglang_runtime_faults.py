@@ -71,7 +71,10 @@ def test_complete_refuses_a_name_that_is_not_a_runtimes(tmp_path):
 
 
 @pytest.mark.parametrize("manifest", ["null", "[]", '"x"', "5", "true", '{"path": 5}', '{"path": "/r', "\x00\xff",
-                                      '{"path": "%s", "versions": ["x"]}', "[" * 200_000])
+                                      '{"path": "%s", "versions": ["x"]}', "[" * 200_000,
+                                      # another venv outside the runtimes folder, not adopted (the probe's tamper:
+                                      # it was used, /usr/bin/python as SGLang's runtime)
+                                      '{"path": "/usr", "versions": {}}'])
 def test_a_corrupt_manifest_is_named_and_its_runtime_neither_removed_nor_used(tmp_path, manifest):
     import sys
 
