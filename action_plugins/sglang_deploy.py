@@ -20,11 +20,11 @@ from ansible.utils.display import Display
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.realpath(__file__)), os.pardir, "lib"))
 
 from sglang_checks import planhost  # noqa: E402
-from sglang_state import transaction, transaction_proof  # noqa: E402
+from sglang_state import transaction, transaction_proof, transaction_rescue  # noqa: E402
 
 display = Display()
 
-_PHASES = ("render", "start", "calibrate", "verify", "restore", "observe", "decide", "record")
+_PHASES = ("render", "start", "calibrate", "verify", "restore", "observe", "decide", "record", "look", "rescue")
 # Phases that begin a run record; the others carry on the one they are given.
 _BEGIN = ("render", "restore", "observe")
 
@@ -37,14 +37,23 @@ class _Executor:
         self.diffs = []
 
     def module(self, name, args, secret=False):
-        result = self._action._execute_module(module_name=name, module_args=args, task_vars=self._task_vars)
-        if secret:  # e.g. the journal, whose lines hold SGLang's server_args (the API key among them)
+        """A module's result. secret: its arguments or answer may hold a key (the journal holds SGLang's
+        server_args; a request carries the API key): run with no_log, so the host logs none of it either."""
+        task = self._action._task
+        logged = task.no_log
+        task.no_log = logged or secret
+        try:
+            result = self._action._execute_module(module_name=name, module_args=args, task_vars=self._task_vars)
+        finally:
+            task.no_log = logged
+        if secret:
             result.pop("invocation", None)
         return result
 
-    def _run_action(self, name, args, task_vars):
+    def _run_action(self, name, args, task_vars, secret=False):
         task = self._action._task.copy()
         task.args = dict(args)
+        task.no_log = task.no_log or secret
         action = self._action._shared_loader_obj.action_loader.get(
             name, task=task, connection=self._action._connection, play_context=self._action._play_context,
             loader=self._action._loader, templar=self._action._templar,
@@ -53,7 +62,7 @@ class _Executor:
 
     def template(self, args, secret=False, overrides=None):
         task_vars = dict(self._task_vars, **(overrides or {}))
-        result = self._run_action("ansible.legacy.template", args, task_vars)
+        result = self._run_action("ansible.legacy.template", args, task_vars, secret)
         diff = result.pop("diff", None)
         if diff and not secret:  # the env file and the config may hold keys: never shown
             self.diffs.extend(diff if isinstance(diff, list) else [diff])
@@ -114,11 +123,20 @@ class ActionModule(ActionBase):
                 result = transaction_proof.observe(executor, args)
             elif phase == "decide":
                 result = transaction_proof.decide(executor, args, run)
-            else:
+            elif phase == "record":
                 result = transaction_proof.record(executor, args, run)
+            elif phase == "look":
+                result = transaction_rescue.look(executor, args, run)
+            else:
+                result = transaction_rescue.rescue(executor, args, run)
         except transaction.PhaseFailed as failure:
             result = {"phase": phase, "failed": True, "msg": str(failure),
                       "changed": bool(run.get("changed_this_run")), "run": run}
+        except (KeyError, TypeError, ValueError, AttributeError) as error:
+            # an argument the role passes in another shape: a sentence, not a traceback
+            result = {"phase": phase, "failed": True, "changed": bool(run.get("changed_this_run")), "run": run,
+                      "msg": "sglang_deploy (phase %s): an argument is missing or of the wrong kind: %s: %s"
+                             % (phase, type(error).__name__, error)}
         finally:
             self._remove_tmp_path(self._connection._shell.tmpdir)
         if executor.diffs:
