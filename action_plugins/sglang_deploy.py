@@ -93,6 +93,9 @@ class ActionModule(ActionBase):
         task_vars = task_vars or {}
         super().run(tmp, task_vars)
         args = dict(self._task.args)
+        # `common`: the settings every phase of this host shares (vars/main.yml's _sglang_deploy), under its own
+        # arguments
+        args = dict(args.pop("common", None) or {}, **args)
         phase = args.pop("phase", None)
         if phase not in _PHASES:
             return {"failed": True, "msg": "sglang_deploy: phase is %r, one of %s" % (phase, ", ".join(_PHASES))}

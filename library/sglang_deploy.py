@@ -7,7 +7,7 @@ from __future__ import annotations
 DOCUMENTATION = r"""
 ---
 module: sglang_deploy
-short_description: One phase of the SGLang deploy transaction (render, start, calibrate, verify)
+short_description: One phase of the SGLang deploy transaction (deploy, restore, proof, rescue)
 description:
   - The deploy of roles/sglang as one transaction in Python (lib/sglang_state/transaction.py), run phase by phase
     so that the nodes of a server across nodes move in lockstep. Each phase returns one result, registered as
@@ -21,6 +21,13 @@ description:
     an estimated plan fell short re-plans from the measured boot, renders, restarts and reads the boot once more.
   - C(verify) checks the server's pool holds the plan and the headroom is there, and returns the facts the proof,
     the summary and the report read, in C(facts).
+  - C(restore) puts a backup store entry back (its runtime checked on the host first, the live state kept first),
+    restarts, waits and reads the boot (playbooks/rollback.yml and the rescue).
+  - C(observe), C(decide) and C(record) are the proof's - the last full proof's record and the serving process; this
+    node's proof level; after the proof, which proof ran, and after a full one the proven mark and the record
+    (lib/sglang_state/transaction_proof.py).
+  - C(look) and C(rescue) are the rescue's - the journal, the server's health and the store; then the decision, the
+    restore or the stop, and the run's message (always failed) (lib/sglang_state/transaction_rescue.py).
   - An action plugin; it runs modules on the host. Every result carries C(run), what this run did to the host so far
     (failed phases too), which the role's rescue reads.
 version_added: "1.1.0"
@@ -30,7 +37,10 @@ options:
     description: The phase to run.
     type: str
     required: true
-    choices: [render, start, calibrate, verify]
+    choices: [render, start, calibrate, verify, restore, observe, decide, record, look, rescue]
+  common:
+    description: Settings every phase of this host shares (the role's C(_sglang_deploy)), under the phase's own.
+    type: dict
   run:
     description: The C(run) of the phase before (not for C(render), which begins a run).
     type: dict
@@ -107,6 +117,64 @@ options:
   min_headroom_gib:
     description: C(verify) - the memory SGLang must have left after the pool.
     type: float
+  name:
+    description: C(restore) - the store entry to put back.
+    type: str
+  unit_path:
+    description: C(restore) - the entry's copy of the unit (it names the entry's runtime).
+    type: path
+  runtimes:
+    description: C(restore) - the runtimes' folder and the distributions whose versions a runtime reports, C({dir, names}).
+    type: dict
+  restore:
+    description: C(rescue) - what C(restore) takes besides the entry (C(runtimes), C(store), C(files), C(unit_name),
+      C(service), C(wait)).
+    type: dict
+  record_path:
+    description: C(observe), C(record) - the last full proof's record on the host.
+    type: path
+  record:
+    description: C(decide) - the record C(observe) read.
+    type: dict
+  versions:
+    description: C(decide), C(rescue) - the serving runtime's versions.
+    type: dict
+  runtime_changed:
+    description: C(decide) - whether this run switched the runtime.
+    type: bool
+  asked:
+    description: C(decide) - the proof asked for (auto, full, check).
+    type: str
+  reprove_after_days:
+    description: C(decide) - the age in days after which the full proof runs again.
+    type: raw
+  planned:
+    description: C(record) - the server's proof level (the full one when any node needs it).
+    type: dict
+  smoke:
+    description: C(record) - rank 0's proof result.
+    type: dict
+  live:
+    description: C(record) - the live state C(decide) saw.
+    type: dict
+  manifest:
+    description: C(record) - the manifest of the state marked proven.
+    type: dict
+  url:
+    description: C(look) - the server's URL (for C(/health_generate)).
+    type: str
+  api_key:
+    description: C(look), C(rescue) - the server's API key (redacted from the journal; never returned).
+    type: str
+  failure:
+    description: C(rescue) - the failure's sentence.
+    type: str
+  failed_in:
+    description: C(rescue) - C(proof) when the failure came after a verified deploy.
+    type: str
+  rollback_on_failure:
+    description: C(rescue) - restore after a failed proof of a state that still answers.
+    type: bool
 notes:
   - Check mode - C(render) shows what would change (the unit's diff with --diff); the role stops after it.
 """

@@ -134,7 +134,7 @@ def _journal(ex, service, api_key):
 
 def start(ex, args, run):
     """Phase 2. args: host, multinode, service, files_changed, nodes {node: its render result} (the server's nodes in
-    this batch), store, files (their paths), state_manifest, wait {url, unit, timeout, api_key}."""
+    this batch), store, files, state_manifest, wait {url, unit, timeout, api_key}."""
     service, multinode = args["service"], bool(args["multinode"])
     changed = {node: bool((result or {}).get("files_changed")) for node, result in (args.get("nodes") or {}).items()}
     peers = peer_restart(changed, args["host"], multinode, run["changed_this_run"])
@@ -143,7 +143,8 @@ def start(ex, args, run):
         run["changed_this_run"] = True
         ex.say("%s changed: %s restarts with them" % (", ".join(peers["changed"]), args["host"]))
     if args["files_changed"]:
-        _store(ex, args["store"], args["files"], state="snapshot", manifest=args["state_manifest"])
+        _store(ex, args["store"], [item["dest"] for item in args["files"]], state="snapshot",
+               manifest=args["state_manifest"])
     failed = str(_systemctl(ex, "is-failed", service).get("stdout", "")).strip() == "failed"
     if args["files_changed"] or peers["restart"] or failed:
         _restart(ex, service, run)

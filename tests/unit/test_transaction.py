@@ -110,7 +110,7 @@ def render_args():
 
 def start_args(host, render_result, nodes=None, multinode=False):
     return {"host": host, "multinode": multinode, "service": "sglang", "files_changed": render_result["files_changed"],
-            "nodes": nodes or {host: render_result}, "store": STORE, "files": [f["dest"] for f in FILES],
+            "nodes": nodes or {host: render_result}, "store": STORE, "files": FILES,
             "state_manifest": {"reason": "deployed", "plan": "x"}, "wait": WAIT}
 
 
