@@ -124,7 +124,7 @@ options:
     description: C(restore) - the entry's copy of the unit (it names the entry's runtime).
     type: path
   runtimes:
-    description: C(restore) - the runtimes' folder and the distributions whose versions a runtime reports, C({dir, names}).
+    description: C(restore) - the runtimes' folder and the distributions a runtime reports, C({dir, names}).
     type: dict
   restore:
     description: C(rescue) - what C(restore) takes besides the entry (C(runtimes), C(store), C(files), C(unit_name),

@@ -4,7 +4,7 @@
   python -m sglang_report plan --out reports/plan                          # the picture for facts.host
 facts.host names the files (a server's name for a server across nodes); facts.title, when given, heads the
 picture instead (e.g. "ct400 (nodes ct400-a, ct400-b)").
-Prints the paths it wrote.
+Prints the paths it wrote; `run` then prints the run's summary, one line each (summary.py), from the same report.
 """
 
 import argparse
@@ -14,6 +14,7 @@ import sys
 from datetime import UTC, datetime
 
 from .report import picture, write_run_report
+from .summary import summary_lines
 
 
 def main(argv=None):
@@ -34,6 +35,10 @@ def main(argv=None):
                                now.isoformat(timespec="seconds"))
         print(os.path.join(out, "report.html"))
         print(os.path.join(out, "report.json"))
+        with open(os.path.join(out, "report.json"), encoding="utf-8") as handle:
+            report = json.load(handle)
+        for line in summary_lines(report):
+            print(line)
         return 0
     png, data = picture(facts, "%s: %s" % (facts.get("title") or facts["host"],
                                            facts["sglang_kv_plan_result"].get("explanation", "")))

@@ -181,7 +181,8 @@ def build_report(facts, generated_at, previous=None, previous_path=None):
         "restarts": {"starts": starts,
                      "corrective": _number(facts.get("sglang_corrective_restarts")) or 0},
         "proof": {k: smoke.get(k) for k in (
-            "ok", "pool_tokens", "context_length", "max_req_input_len", "prompt_tokens", "completion_tokens",
+            "ok", "pool_tokens", "min_pool_tokens", "context_length", "max_req_input_len", "prompt_tokens",
+            "completion_tokens",
             "completion", "elapsed_s", "ttft_s", "prefill_tokens_per_s", "checks", "msg", "level", "escalated",
             "decode", "concurrency")},
         "last_full_proof": {k: record.get(k) for k in LAST_FULL_PROOF} if record else None,

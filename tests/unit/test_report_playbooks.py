@@ -53,7 +53,7 @@ def test_role_writes_the_run_report_on_the_controller(tmp_path):
     with open(os.path.join(REPO, "tests", "fixtures", "report_facts_ct200.json"), encoding="utf-8") as handle:
         facts = json.load(handle)
     extra = tmp_path / "facts.json"
-    # What the role has set by the end of smoke.yml (the registered wait result as _sglang_ready).
+    # What the role has set by the end of the proof (the deploy's wait as sglang_ready).
     extra.write_text(json.dumps({
         "report_facts": {k: v for k, v in facts.items() if k not in ("host", "_comment", "calibration_source")},
         "sglang_report_dir": str(tmp_path / "reports")}))
@@ -65,7 +65,7 @@ def test_role_writes_the_run_report_on_the_controller(tmp_path):
         "        sglang_kv_plan_result: '{{ report_facts.sglang_kv_plan_result }}'\n"
         "        sglang_boot: '{{ report_facts.sglang_boot }}'\n"
         "        sglang_smoke: '{{ report_facts.sglang_smoke }}'\n"
-        "        _sglang_ready: '{{ report_facts.sglang_ready }}'\n"
+        "        sglang_ready: '{{ report_facts.sglang_ready }}'\n"
         "        sglang_starts: 2\n"
         "        sglang_restarted_this_run: true\n"
         "        sglang_corrective_restarts: 1\n"
@@ -76,6 +76,7 @@ def test_role_writes_the_run_report_on_the_controller(tmp_path):
     assert result.returncode == 0, result.stdout + result.stderr
     (folder,) = glob.glob(str(tmp_path / "reports" / "localhost" / "*"))
     assert "report: %s/report.html" % folder in result.stdout
+    assert "serving: this run's deploy" in result.stdout  # the summary, from the same report
     with open(os.path.join(folder, "report.json"), encoding="utf-8") as handle:
         report = json.load(handle)
     assert report["host"] == "localhost"

@@ -1,0 +1,71 @@
+"""The run in a few console lines, taken from the run's report (report.py's build_report), so that the console and
+report.json say the same: the state that serves (a rollback's restored entry, a check's proven state), its plan and
+calibration, the starts, which proof ran and why, and what it measured (a full proof: prefill, decode at the full
+context and the short requests at once; a check: the short prompt, and the last full proof's figures named as such).
+"""
+
+from .report import _fmt, measured_tradeoff
+
+
+def _calibration(report):
+    plan, calibration = report["plan"], report.get("calibration") or {}
+    source = plan.get("calibration_source") or "not recorded"
+
+    def figure(name):  # the plan's (what it used), else the calibration's (a rollback's plan has none)
+        return plan.get(name) if plan.get(name) is not None else calibration.get(name)
+
+    if figure("pre_load_avail_gib") is None:
+        return "calibration: none (%s)" % source
+    line = "calibration: P %s GiB, A %s GiB (%s)" % (_fmt(figure("pre_load_avail_gib")),
+                                                     _fmt(figure("post_load_avail_gib")), source)
+    # the boot a stored calibration was measured in: its own pool and headroom, not this run's
+    if calibration.get("measured_at"):
+        line += "; measured %s at --mem-fraction-static %s: pool %s tokens, headroom %s GiB" % (
+            calibration["measured_at"], _fmt(calibration.get("mem_fraction_static")),
+            _fmt(calibration.get("pool_tokens")), _fmt(calibration.get("headroom_gib")))
+    return line
+
+
+def _proof(report):
+    proof = report["proof"]
+    if proof.get("level") == "check":
+        return ["smoke (check): pool %s and context %s as proven, a %s-token prompt answered %r in %s s" % (
+            _fmt(proof.get("pool_tokens")), _fmt(proof.get("context_length")), _fmt(proof.get("prompt_tokens")),
+            proof.get("completion"), _fmt(proof.get("elapsed_s")))]
+    decode = proof.get("decode") or {}
+    lines = ["smoke: pool %s >= %s, prompt %s tokens in %s s (%s tokens/s), answer %r" % (
+        _fmt(proof.get("pool_tokens")), _fmt(proof.get("min_pool_tokens")), _fmt(proof.get("prompt_tokens")),
+        _fmt(proof.get("elapsed_s")), _fmt(proof.get("prefill_tokens_per_s")), proof.get("completion"))]
+    accept = (", accept length %s (%s tokens / spec_verify_ct %s)" % (
+        decode["accept_length"], decode.get("tokens"), decode["spec_verify_ct"])
+        if decode.get("spec_verify_ct") is not None else "")
+    lines.append("decode: %s tokens at %s tokens of context, %s ms per token%s%s" % (
+        _fmt(decode.get("tokens")), _fmt(proof.get("prompt_tokens")), _fmt(decode.get("tpot_ms")), accept,
+        decode.get("note") or ""))
+    together = proof.get("concurrency") or {}
+    if together:
+        lines.append("concurrency: %s short prompts at once, %s answered with their own needle, the last after %s s "
+                     "(%s completion tokens/s in all)" % (
+                         _fmt(together.get("requests")), _fmt(together.get("answered")),
+                         _fmt(together.get("seconds")), _fmt(together.get("decode_tokens_per_s"))))
+    return lines
+
+
+def summary_lines(report):
+    """The console's summary of one run's report."""
+    plan, proof = report["plan"], report["proof"]
+    inputs = plan.get("inputs") or {}
+    lines = ["serving: %s (tp / pp / dp %s / %s / %s)" % (
+        report.get("serving_state"), _fmt(inputs.get("tp_size")), _fmt(inputs.get("pp_size")),
+        _fmt(inputs.get("dp_size"))),
+        "plan: %s" % _fmt(plan.get("explanation")),
+        _calibration(report),
+        "starts this run: %s, corrective restarts: %s" % (report["restarts"]["starts"],
+                                                          report["restarts"]["corrective"]),
+        "proof: %s (%s); last full proof %s" % (proof.get("level") or "not recorded",
+                                                 proof.get("level_reason") or "",
+                                                 proof.get("last_full_at") or "never")]
+    lines += ["trade-off: " + line for line in plan.get("tradeoff") or [] if not line.startswith("speed:")]
+    if proof.get("level") == "check":  # a check measures no speed: the last full proof's, named as such
+        lines += ["trade-off: " + line for line in measured_tradeoff(report)]
+    return lines + _proof(report)
