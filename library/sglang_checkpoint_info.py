@@ -1,0 +1,127 @@
+#!/usr/bin/python
+"""Ansible module: what the planner reads of a checkpoint on the host (config.json, its sha256, the size)."""
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+---
+module: sglang_checkpoint_info
+short_description: Read a checkpoint's config.json, its sha256 and the checkpoint's size for the KV-pool planner
+description:
+  - Reads C(config.json) (a regular file of at most 16 MiB, JSON of bounded depth) and its sha256, part of the
+    calibration key.
+  - The size is the safetensors index's C(metadata.total_size), else the sum of the C(*.safetensors) files' sizes.
+  - Fails with one sentence naming O(knob) and the fix when C(config.json) is missing or not a JSON object.
+  - Changes nothing.
+version_added: "1.1.0"
+author: sglang-longctx maintainers (!UNKNOWN)
+options:
+  path:
+    description: The checkpoint folder.
+    type: path
+    required: true
+  knob:
+    description: The variable that names the folder, for the messages.
+    type: str
+    default: sglang_model_path
+  repo_knob:
+    description: The variable that names the folder's Hub repository, for the messages.
+    type: str
+    default: sglang_model_hf_repo
+notes:
+  - Supports check mode (it only reads).
+"""
+
+EXAMPLES = r"""
+- name: Read the model for the planner
+  sglang_checkpoint_info:
+    path: /srv/models/kimi-k2.6
+  register: checkpoint
+"""
+
+RETURN = r"""
+config:
+  description: config.json's content.
+  returned: success
+  type: dict
+sha256:
+  description: config.json's sha256.
+  returned: success
+  type: str
+gib:
+  description: The checkpoint's size in GiB (the index's total_size, else the safetensors files').
+  returned: success
+  type: float
+"""
+
+import glob  # noqa: E402 - ansible-test wants the imports after the documentation
+import hashlib  # noqa: E402
+import json  # noqa: E402
+import os  # noqa: E402
+import stat  # noqa: E402
+
+from ansible.module_utils.basic import AnsibleModule  # noqa: E402
+from ansible.module_utils.sglang_errors import failures_as_sentences  # noqa: E402
+
+# A config.json or an index is a few KiB to a few MiB; anything larger is not one.
+LIMIT = 16 << 20
+
+
+def read_json(path, what):
+    """(the parsed JSON, its sha256) of a regular file of at most LIMIT bytes, or ValueError naming what is wrong.
+    A symlink is followed (a Hub cache's snapshot links its files to blobs); what it reaches must be a regular file
+    (O_NONBLOCK: a FIFO does not hang the open)."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise ValueError("%s is not a regular file" % what)
+        with os.fdopen(fd, "rb") as handle:
+            fd = None
+            data = handle.read(LIMIT + 1)
+    finally:
+        if fd is not None:
+            os.close(fd)
+    if len(data) > LIMIT:
+        raise ValueError("%s is larger than %d MiB" % (what, LIMIT >> 20))
+    try:
+        value = json.loads(data)
+    except (ValueError, RecursionError) as error:
+        raise ValueError("%s is not JSON (%s)" % (what, str(error)[:200])) from None
+    return value, hashlib.sha256(data).hexdigest()
+
+
+def checkpoint_gib(path):
+    index = os.path.join(path, "model.safetensors.index.json")
+    if os.path.exists(index):
+        value, _ = read_json(index, index)
+        total = (value.get("metadata") or {}).get("total_size") if isinstance(value, dict) else None
+        if isinstance(total, (int, float)) and not isinstance(total, bool) and total >= 0:
+            return total / 1073741824
+    return sum(os.path.getsize(each) for each in glob.glob(os.path.join(path, "*.safetensors"))) / 1073741824
+
+
+def main():
+    module = AnsibleModule(argument_spec={"path": {"type": "path", "required": True},
+                                          "knob": {"type": "str", "default": "sglang_model_path"},
+                                          "repo_knob": {"type": "str", "default": "sglang_model_hf_repo"}},
+                           supports_check_mode=True)
+    with failures_as_sentences(module, "sglang_checkpoint_info"):
+        p = module.params
+        config_path = os.path.join(p["path"], "config.json")
+        if not os.path.lexists(config_path):
+            module.fail_json(msg="%s: %s is missing. Pre-stage the checkpoint there, or name its Hub repository (%s, "
+                                 "and sglang_hf_token for a gated model) to fetch it."
+                                 % (p["knob"], config_path, p["repo_knob"]))
+        try:
+            config, sha256 = read_json(config_path, config_path)
+            if not isinstance(config, dict):
+                raise ValueError("%s is not a JSON object" % config_path)
+            gib = checkpoint_gib(p["path"])
+        except (OSError, ValueError) as error:
+            module.fail_json(msg="%s: %s. Check the checkpoint in %s (a complete copy of its repository)."
+                                 % (p["knob"], getattr(error, "strerror", None) or error, p["path"]))
+        module.exit_json(changed=False, config=config, sha256=sha256, gib=gib)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,61 @@
+"""library/sglang_checkpoint_info.py: what the planner reads of a checkpoint (config.json, its sha256, the size),
+and one sentence naming the knob for a checkpoint that is not there or not one."""
+
+import hashlib
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+MODULE = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "library",
+                      "sglang_checkpoint_info.py")
+CONFIG = {"architectures": ["DeepseekV3ForCausalLM"], "hidden_size": 7168, "num_hidden_layers": 61}
+
+
+def run(tmp_path, **args):
+    path = tmp_path / "args.json"
+    path.write_text(json.dumps({"ANSIBLE_MODULE_ARGS": args}))
+    proc = subprocess.run([sys.executable, MODULE, str(path)], capture_output=True, text=True, timeout=60)
+    assert "Traceback" not in proc.stdout + proc.stderr
+    return json.loads(proc.stdout)
+
+
+def test_config_sha256_and_the_index_total_size(tmp_path):
+    (tmp_path / "config.json").write_text(json.dumps(CONFIG))
+    (tmp_path / "model.safetensors.index.json").write_text(json.dumps({"metadata": {"total_size": 3 << 30}}))
+    got = run(tmp_path, path=str(tmp_path))
+    assert got["config"] == CONFIG and got["gib"] == 3.0
+    assert got["sha256"] == hashlib.sha256((tmp_path / "config.json").read_bytes()).hexdigest()
+
+
+def test_a_hub_cache_snapshot_whose_files_are_links_to_blobs_is_read(tmp_path):
+    (tmp_path / "blob").write_text(json.dumps(CONFIG))
+    (tmp_path / "snapshot").mkdir()
+    (tmp_path / "snapshot" / "config.json").symlink_to(tmp_path / "blob")
+    assert run(tmp_path, path=str(tmp_path / "snapshot"))["config"] == CONFIG
+
+
+def test_without_an_index_the_size_is_the_safetensors_files(tmp_path):
+    (tmp_path / "config.json").write_text(json.dumps(CONFIG))
+    (tmp_path / "model.safetensors").write_bytes(b"x" * 1024)
+    assert run(tmp_path, path=str(tmp_path))["gib"] == 1024 / 1073741824
+
+
+@pytest.mark.parametrize(("make", "sentence"), [
+    (lambda d: None, "sglang_speculative.draft_model_path: %s/config.json is missing. Pre-stage the checkpoint there, "
+                     "or name its Hub repository (sglang_speculative.draft_model_hf_repo"),
+    (lambda d: (d / "config.json").write_text("[1, 2]"), "is not a JSON object"),
+    (lambda d: (d / "config.json").write_text("{nope"), "is not JSON"),
+    (lambda d: (d / "config.json").mkdir(), "is not a regular file"),
+    (lambda d: (d / "config.json").symlink_to("/dev/zero"), "is not a regular file"),
+    (lambda d: os.mkfifo(d / "config.json"), "is not a regular file"),
+    (lambda d: (d / "config.json").write_text("[" * 100000), "is not JSON"),
+])
+def test_a_checkpoint_that_is_not_there_or_not_one_is_a_sentence_naming_the_knob(tmp_path, make, sentence):
+    make(tmp_path)
+    got = run(tmp_path, path=str(tmp_path), knob="sglang_speculative.draft_model_path",
+              repo_knob="sglang_speculative.draft_model_hf_repo")
+    assert got["failed"] and sentence.replace("%s", str(tmp_path)) in got["msg"]
+    assert got["msg"].startswith("sglang_speculative.draft_model_path: ")
