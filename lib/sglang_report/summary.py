@@ -4,7 +4,14 @@ calibration, the starts, which proof ran and why, and what it measured (a full p
 context and the short requests at once; a check: the short prompt, and the last full proof's figures named as such).
 """
 
+import json
+
 from .report import _fmt, measured_tradeoff
+
+
+def _raw(value):
+    """A measured number as the module returned it (the proof's lines keep the module's own figures)."""
+    return "?" if value is None else str(value)
 
 
 def _calibration(report):
@@ -29,25 +36,25 @@ def _calibration(report):
 def _proof(report):
     proof = report["proof"]
     if proof.get("level") == "check":
-        return ["smoke (check): pool %s and context %s as proven, a %s-token prompt answered %r in %s s" % (
-            _fmt(proof.get("pool_tokens")), _fmt(proof.get("context_length")), _fmt(proof.get("prompt_tokens")),
-            proof.get("completion"), _fmt(proof.get("elapsed_s")))]
+        return ["smoke (check): pool %s and context %s as proven, a %s-token prompt answered %s in %s s" % (
+            _raw(proof.get("pool_tokens")), _raw(proof.get("context_length")), _raw(proof.get("prompt_tokens")),
+            json.dumps(proof.get("completion")), _raw(proof.get("elapsed_s")))]
     decode = proof.get("decode") or {}
-    lines = ["smoke: pool %s >= %s, prompt %s tokens in %s s (%s tokens/s), answer %r" % (
-        _fmt(proof.get("pool_tokens")), _fmt(proof.get("min_pool_tokens")), _fmt(proof.get("prompt_tokens")),
-        _fmt(proof.get("elapsed_s")), _fmt(proof.get("prefill_tokens_per_s")), proof.get("completion"))]
+    lines = ["smoke: pool %s >= %s, prompt %s tokens in %s s (%s tokens/s), answer %s" % (
+        _raw(proof.get("pool_tokens")), _raw(proof.get("min_pool_tokens")), _raw(proof.get("prompt_tokens")),
+        _raw(proof.get("elapsed_s")), _raw(proof.get("prefill_tokens_per_s")), json.dumps(proof.get("completion")))]
     accept = (", accept length %s (%s tokens / spec_verify_ct %s)" % (
         decode["accept_length"], decode.get("tokens"), decode["spec_verify_ct"])
         if decode.get("spec_verify_ct") is not None else "")
     lines.append("decode: %s tokens at %s tokens of context, %s ms per token%s%s" % (
-        _fmt(decode.get("tokens")), _fmt(proof.get("prompt_tokens")), _fmt(decode.get("tpot_ms")), accept,
+        _raw(decode.get("tokens")), _raw(proof.get("prompt_tokens")), _raw(decode.get("tpot_ms")), accept,
         decode.get("note") or ""))
     together = proof.get("concurrency") or {}
     if together:
         lines.append("concurrency: %s short prompts at once, %s answered with their own needle, the last after %s s "
                      "(%s completion tokens/s in all)" % (
-                         _fmt(together.get("requests")), _fmt(together.get("answered")),
-                         _fmt(together.get("seconds")), _fmt(together.get("decode_tokens_per_s"))))
+                         _raw(together.get("requests")), _raw(together.get("answered")),
+                         _raw(together.get("seconds")), _raw(together.get("decode_tokens_per_s"))))
     return lines
 
 
