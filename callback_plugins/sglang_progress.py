@@ -38,7 +38,7 @@ def _shared(name):
     collection copy that make sanity checks). Ansible bundles module_utils for modules, not for callbacks, and the
     folder is not put on sys.path: its sglang_router.py would shadow the real sglang_router package there."""
     path = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "module_utils", name + ".py")
-    spec = importlib.util.spec_from_file_location("_sglang_longctx_" + name, path)
+    spec = importlib.util.spec_from_file_location("sglang_longctx_progress_" + name, path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module

@@ -39,7 +39,7 @@ options:
     required: true
     choices: [render, start, calibrate, verify, restore, observe, decide, record, look, rescue]
   common:
-    description: Settings every phase of this host shares (the role's C(_sglang_deploy)), under the phase's own.
+    description: Settings every phase of this host shares (the role passes one dict), under the phase's own.
     type: dict
   run:
     description: The C(run) of the phase before (not for C(render), which begins a run).
@@ -183,7 +183,7 @@ EXAMPLES = r"""
 - name: Keep the serving state, and render the unit, env file and config
   sglang_deploy:
     phase: render
-    files: "{{ _sglang_files }}"
+    files: "{{ service_files }}"
     etc_dir: /etc/sglang
     etc_group: sglang
     store: {dir: /var/lib/sglang/backups, keep: 5, lock_owner: me}

@@ -271,8 +271,7 @@ def verify(args, run):
              "sglang_restarted_this_run": run["restarted_this_run"], "sglang_run_backup": run["run_backup"],
              "sglang_ready": {"elapsed_s": run.get("ready_elapsed_s")}, "sglang_starts": run["starts"],
              "sglang_corrective_restarts": run["corrective_restarts"],
-             "_sglang_calibration_in_use": own.get("in_use") or {},
-             "_sglang_calibration_stored": own.get("stored") or {}}
+             "calibration_in_use": own.get("in_use") or {}, "calibration_stored": own.get("stored") or {}}
     if boot.get("found"):
         planned = plan.get("max_total_tokens") or args["context_target"]
         if int(boot["pool_tokens"]) < int(planned):

@@ -130,3 +130,19 @@ def test_every_deploy_phase_registers_the_result_the_next_one_reads():
     assert [task["sglang_deploy"]["phase"] for task in phases] == ["render", "start", "calibrate", "verify"]
     assert all(task.get("register") == "sglang_deploy" for task in phases)
     assert all(task["sglang_deploy"]["run"] == "{{ sglang_deploy.run }}" for task in phases[1:])
+
+
+def test_no_python_names_a_role_private_value():
+    """The decisions and the modules take explicit arguments: none reads or returns a role's private variable by its
+    name (a rename in the YAML would leave them reading nothing)."""
+    found = []
+    for folder in ("lib", "action_plugins", "library", "filter_plugins", "module_utils", "callback_plugins"):
+        for root, _dirs, files in os.walk(os.path.join(ROOT, folder)):
+            for name in files:
+                if name.endswith(".py"):
+                    with open(os.path.join(root, name), encoding="utf-8") as handle:
+                        for number, line in enumerate(handle, 1):
+                            code = line.split("#", 1)[0]
+                            if re.search(r"[\"']_sglang_[a-z]", code):
+                                found.append("%s:%d: %s" % (os.path.join(folder, name), number, line.strip()))
+    assert not found, "\n".join(found)

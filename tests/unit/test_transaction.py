@@ -166,7 +166,7 @@ def test_first_boot_renders_restarts_reads_the_boot_stores_the_calibration_and_v
     assert [m["reason"] for m in host.snapshots] == ["found", "deployed"]
     assert set(host.facts_file["entries"]) == {"other", "kimi|tp8"}
     assert host.facts_file["entries"]["kimi|tp8"]["tp_size"] == 8
-    assert facts["_sglang_calibration_stored"]["pre_load_avail_gib"] == pytest.approx(85.33, abs=0.01)
+    assert facts["calibration_stored"]["pre_load_avail_gib"] == pytest.approx(85.33, abs=0.01)
 
 
 def test_a_re_run_that_changes_nothing_restarts_nothing_and_reads_no_boot_lines():
@@ -199,7 +199,7 @@ def test_an_estimate_that_fell_short_is_re_planned_from_the_boot_and_restarted_o
     # the unit now carries the corrected flags, and the corrected state is kept in the store with its plan
     assert str(corrected["mem_fraction_static"]) in host.files["/etc/systemd/system/sglang.service"]
     assert [m["reason"] for m in host.snapshots] == ["found", "deployed", "deployed"]
-    assert facts["_sglang_calibration_in_use"]["post_load_avail_gib"] == pytest.approx(real_a, abs=0.01)
+    assert facts["calibration_in_use"]["post_load_avail_gib"] == pytest.approx(real_a, abs=0.01)
 
 
 def test_a_calibrated_plan_that_still_falls_short_fails_with_the_numbers_and_no_second_restart():
