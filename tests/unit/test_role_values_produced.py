@@ -146,3 +146,32 @@ def test_no_python_names_a_role_private_value():
                             if re.search(r"[\"']_sglang_[a-z]", code):
                                 found.append("%s:%d: %s" % (os.path.join(folder, name), number, line.strip()))
     assert not found, "\n".join(found)
+
+
+def _registered_or_set(task):
+    """The names a task (or block) registers or sets as facts: these outrank the role's vars/main.yml."""
+    names = set()
+    if not isinstance(task, dict):
+        return names
+    if isinstance(task.get("register"), str):
+        names.add(task["register"])
+    for key in ("ansible.builtin.set_fact", "set_fact"):
+        if isinstance(task.get(key), dict):
+            names |= set(task[key])
+    for key in ("block", "rescue", "always"):
+        for inner in task.get(key) or []:
+            names |= _registered_or_set(inner)
+    return names
+
+
+def test_no_task_registers_or_sets_a_name_the_roles_vars_derive():
+    """A register named like a vars/main.yml value replaces it for the rest of the play (backups.yml's register of
+    the store's listing once replaced the store's settings, and a rollback's restore lost its folder)."""
+    with open(os.path.join(ROLE, "vars", "main.yml"), encoding="utf-8") as handle:
+        derived = set(yaml.safe_load(handle))
+    clashes = {}
+    for path in _yaml_files(os.path.join(ROLE, "tasks"), os.path.join(ROOT, "playbooks")):
+        for item in yaml.safe_load(open(path, encoding="utf-8")) or []:
+            for name in _registered_or_set(item) & derived:
+                clashes.setdefault(name, []).append(os.path.relpath(path, ROOT))
+    assert not clashes, clashes
