@@ -86,7 +86,9 @@ class _Executor:
 
 
 class ActionModule(ActionBase):
-    TRANSFERS_FILES = True
+    # Modules run pipelined; the template and copy actions it drives make their own temporary folder when they need
+    # one, so none is made for each phase up front.
+    TRANSFERS_FILES = False
     _requires_connection = True
 
     def run(self, tmp=None, task_vars=None):
