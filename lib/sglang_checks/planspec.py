@@ -19,7 +19,7 @@ KNOB_KEYS = ("model", "model_config", "weights_gib_per_gpu", "context_target", "
 KNOBS = tuple("sglang_" + key for key in KNOB_KEYS) + (
     "sglang_checkpoint_gib", "sglang_speculative", "sglang_pool_rules", "sglang_gpu_memory_mib",
     "sglang_calibration", "sglang_nodes", "sglang_dist_init_host", "sglang_gpu_compute_capability",
-    "sglang_extra_args")
+    "sglang_extra_args", "sglang_gpu_count")
 # Only the role uses these speculative keys (where the draft comes from), not the planner.
 ROLE_ONLY_SPECULATIVE = ("draft_model_hf_repo", "draft_model_hf_revision")
 
@@ -35,7 +35,7 @@ def node_inputs(node, knobs, gpu=None, calibration=None):
             "gpu_compute_capability": gpu.get("compute_capability") or knobs.get("sglang_gpu_compute_capability"),
             # How many GPUs the node has: preflight's count, or one the inventory (or a fact cache) already holds,
             # so that a plan needing more is refused before anything connects; None until then.
-            "gpu_count": gpu.get("count"),
+            "gpu_count": gpu.get("count") or knobs.get("sglang_gpu_count"),
             "calibration": calibration if calibration is not None else (knobs.get("sglang_calibration") or {})}
 
 

@@ -49,9 +49,11 @@ def test_target_that_cannot_fit_fails_with_numbers():
     assert "fp8_e4m3" in result.stdout
 
 
-# PP 2 with the draft off: SGLang refuses DFLASH with pp_size > 1 at launch (issue 26), so the plan does too
+# PP 2 with the draft off: SGLang refuses DFLASH with pp_size > 1 at launch (issue 26), so the plan does too; and on
+# a host of 16 GPUs (ct200's inventory says 8, and a plan taking 16 there is refused: test_check_gpu_count.py)
 @pytest.mark.parametrize("extra", [["-e", "sglang_kv_cache_dtype=fp8_e4m3"],
-                                   ["-e", "sglang_pp_size=2", "-e", '{"sglang_speculative": {}}']])
+                                   ["-e", "sglang_pp_size=2", "-e", '{"sglang_speculative": {}}',
+                                    "-e", "sglang_gpu_count=16"]])
 def test_the_planners_own_fix_is_not_refused_for_boots_of_another_setup(extra):
     # issue 27 (probe day 2 N10): the boots name the KV dtype, TP and PP they ran under, so a plan of another
     # setup predicts each boot under its own setup instead of blaming the calibration

@@ -75,8 +75,15 @@ def test_dp_attention_keeps_dp_inside_the_tp_group(tmp_path):
     assert "error" not in planned or "nvidia_gpu.count" not in planned["error"], planned
 
 
-def test_without_a_count_the_plan_says_preflight_checks_it(tmp_path):
+def test_the_inventory_s_count_refuses_tp16_on_ct200_without_any_facts(tmp_path):
+    """inventory/host_vars/ct200.yml says 8 GPUs (sglang_gpu_count): make plan, which connects to nothing, refuses
+    a plan that takes 16."""
     planned = plans(str(tmp_path), {"sglang_tp_size": 16}, gpus=None)["ct200"]
+    assert "takes 16 GPU(s) on ct200" in planned.get("error", ""), planned
+
+
+def test_without_a_count_the_plan_says_preflight_checks_it(tmp_path):
+    planned = plans(str(tmp_path), {"sglang_tp_size": 16, "sglang_gpu_count": None}, gpus=None)["ct200"]
     assert "plan" in planned, planned  # make plan cannot know: it says so, preflight refuses before any change
     assert any("GPU count not known (no nvidia_gpu facts yet)" in a and "takes 16 GPU(s)" in a and "preflight" in a
                for a in planned["plan"]["assumptions"]), planned["plan"]["assumptions"]
