@@ -86,9 +86,9 @@ class _Executor:
 
 
 class ActionModule(ActionBase):
-    # Modules run pipelined; the template and copy actions it drives make their own temporary folder when they need
-    # one, so none is made for each phase up front.
-    TRANSFERS_FILES = False
+    # One temporary folder for the phase, shared by the template and copy actions it drives (each would make and
+    # remove its own otherwise: measured slower, tests/benchmarks/bench_rerun.py).
+    TRANSFERS_FILES = True
     _requires_connection = True
 
     def run(self, tmp=None, task_vars=None):
