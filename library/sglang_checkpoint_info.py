@@ -93,7 +93,7 @@ def read_json(path, what):
 def checkpoint_gib(path):
     index = os.path.join(path, "model.safetensors.index.json")
     if os.path.exists(index):
-        value, _ = read_json(index, index)
+        value = read_json(index, index)[0]
         total = (value.get("metadata") or {}).get("total_size") if isinstance(value, dict) else None
         if isinstance(total, (int, float)) and not isinstance(total, bool) and total >= 0:
             return total / 1073741824

@@ -112,7 +112,7 @@ def problem(seen, p):
     path = p["path"]
     if "torch_error" in seen:
         return "torch does not import in %s: %s." % (path, seen["torch_error"])
-    if str(seen.get("cuda")).split(".")[0] != str(p["torch_cuda"]).split(".")[0]:
+    if str(seen.get("cuda")).split(".", maxsplit=1)[0] != str(p["torch_cuda"]).split(".", maxsplit=1)[0]:
         return ("torch %s is built for CUDA %s, but SGLang %s expects a CUDA %s build (torch %s): something else in "
                 "the runtime pinned torch (pin torch in sglang_kernel_wheels: a new package set builds a new runtime)."
                 % (seen.get("torch"), seen.get("cuda"), p["release"], p["torch_cuda"], p["torch"]))

@@ -106,5 +106,3 @@ def _count_unknown(knobs, per_node):
 
 def _facts(hostvars, host):
     return hostvars[host] if host in hostvars else {}
-
-

@@ -62,16 +62,15 @@ def summary_lines(report):
     """The console's summary of one run's report."""
     plan, proof = report["plan"], report["proof"]
     inputs = plan.get("inputs") or {}
-    lines = ["serving: %s (tp / pp / dp %s / %s / %s)" % (
-        report.get("serving_state"), _fmt(inputs.get("tp_size")), _fmt(inputs.get("pp_size")),
-        _fmt(inputs.get("dp_size"))),
-        "plan: %s" % _fmt(plan.get("explanation")),
-        _calibration(report),
-        "starts this run: %s, corrective restarts: %s" % (report["restarts"]["starts"],
-                                                          report["restarts"]["corrective"]),
-        "proof: %s (%s); last full proof %s" % (proof.get("level") or "not recorded",
-                                                 proof.get("level_reason") or "",
-                                                 proof.get("last_full_at") or "never")]
+    restarts = report["restarts"]
+    lines = ["serving: %s (tp / pp / dp %s / %s / %s)" % (report.get("serving_state"), _fmt(inputs.get("tp_size")),
+                                                          _fmt(inputs.get("pp_size")), _fmt(inputs.get("dp_size"))),
+             "plan: %s" % _fmt(plan.get("explanation")),
+             _calibration(report),
+             "starts this run: %s, corrective restarts: %s" % (restarts["starts"], restarts["corrective"]),
+             "proof: %s (%s); last full proof %s" % (
+                 proof.get("level") or "not recorded", proof.get("level_reason") or "",
+                 proof.get("last_full_at") or "never")]
     lines += ["trade-off: " + line for line in plan.get("tradeoff") or [] if not line.startswith("speed:")]
     if proof.get("level") == "check":  # a check measures no speed: the last full proof's, named as such
         lines += ["trade-off: " + line for line in measured_tradeoff(report)]

@@ -56,8 +56,8 @@ def _store(ex, store, files, **args):
 def _render(ex, files, etc_dir, etc_group, overrides=None):
     """Render the service's files; True when any changed. The unit's diff is shown with --diff; the env file and
     the config may hold keys: rendered without diff or log (the executor's `secret`)."""
-    succeeded(ex.module("ansible.builtin.file", {"path": etc_dir, "state": "directory", "owner": "root",
-                                           "group": etc_group, "mode": "0750"}), "the service's folder")
+    folder = {"path": etc_dir, "state": "directory", "owner": "root", "group": etc_group, "mode": "0750"}
+    succeeded(ex.module("ansible.builtin.file", folder), "the service's folder")
     changed = False
     for item in files:
         result = ex.template({"src": item["src"], "dest": item["dest"], "mode": item["mode"], "owner": "root",
@@ -91,8 +91,8 @@ def _restart(ex, service, run):
     reset = _systemctl(ex, "reset-failed", service)
     if reset.get("rc", 0) != 0 and "not loaded" not in str(reset.get("stderr", "")):
         raise PhaseFailed("systemctl reset-failed %s: %s" % (service, reset.get("stderr") or reset.get("msg")))
-    succeeded(ex.module("ansible.builtin.systemd_service", {"name": service, "state": "restarted", "enabled": True,
-                                                      "daemon_reload": True}), "restarting %s" % service)
+    unit = {"name": service, "state": "restarted", "enabled": True, "daemon_reload": True}
+    succeeded(ex.module("ansible.builtin.systemd_service", unit), "restarting %s" % service)
     run["starts"] += 1
     run["restarted_this_run"] = True
 
@@ -102,7 +102,7 @@ def _wait(ex, wait, multinode):
     answers /health_generate, dies or runs past its timeout (the module enforces it from the unit's start). Across
     nodes a node that did not come up is not a failure here: the server fails as one in calibrate()."""
     args = {name: value for name, value in dict(wait, poll=POLL_S).items() if name != "api_key" or value}
-    for _ in range(int(wait["timeout"]) // POLL_S + 2):
+    for _try in range(int(wait["timeout"]) // POLL_S + 2):
         result = ex.module(WAIT_MODULE, args)
         if result.get("failed"):
             if multinode:
@@ -149,8 +149,8 @@ def start(ex, args, run):
     if args["files_changed"] or peers["restart"] or failed:
         _restart(ex, service, run)
     else:
-        started = succeeded(ex.module("ansible.builtin.systemd_service", {"name": service, "state": "started",
-                                                                    "enabled": True}), "starting %s" % service)
+        unit = {"name": service, "state": "started", "enabled": True}
+        started = succeeded(ex.module("ansible.builtin.systemd_service", unit), "starting %s" % service)
         run["restarted_this_run"] = run["restarted_this_run"] or bool(started.get("changed"))
     ready = _wait(ex, args["wait"], multinode)
     run["ready_elapsed_s"] = ready.get("elapsed_s")
@@ -305,8 +305,9 @@ def restore(ex, args, run):
     service's file paths), service, wait. Returns the facts a proof and the report read of the restored state;
     run.restored names the entry (the rescue does not restore again after a failed proof of a restored state)."""
     runtimes, name = args["runtimes"], args["name"]
-    succeeded(ex.module(RUNTIME_MODULE, {"state": "versions", "dir": runtimes["dir"], "unit": args["unit_path"],
-                                   "names": runtimes["names"], "entry": name}), "the runtime of %s" % name)
+    entry_runtime = {"state": "versions", "dir": runtimes["dir"], "unit": args["unit_path"],
+                     "names": runtimes["names"], "entry": name}
+    succeeded(ex.module(RUNTIME_MODULE, entry_runtime), "the runtime of %s" % name)
     live = ex.module(RUNTIME_MODULE, {"state": "versions", "dir": runtimes["dir"], "unit": args["files"][0],
                                       "names": runtimes["names"]})
     if live.get("failed"):  # a live unit that names no runtime (or a gone one) must not block going back

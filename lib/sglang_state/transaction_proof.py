@@ -76,12 +76,12 @@ def record(ex, args, run):
         return result
     proof = {name: smoke.get(name) for name in ("pool_tokens", "min_pool_tokens", "context_target", "context_length",
                                                 "prompt_tokens", "elapsed_s", "decode")}
-    proven = succeeded(ex.module(STORE_MODULE, dict(args["store"], files=args["files"], state="proven",
-                                              manifest=args["manifest"], proof=proof)),
-                 "marking the live state proven in the backup store")
+    mark = dict(args["store"], files=args["files"], state="proven", manifest=args["manifest"], proof=proof)
+    proven = succeeded(ex.module(STORE_MODULE, mark), "marking the live state proven in the backup store")
     entry = next((each for each in proven.get("entries") or [] if each.get("name") == proven.get("name")), {})
     made = proof_record(dict(args["live"], entry=entry.get("name"), files=entry.get("files") or {}), smoke)
-    succeeded(ex.copy({"dest": args["record_path"], "content": ex.to_json(made), "owner": "root", "group": "root",
-                 "mode": "0600"}), "keeping the proof's record")
+    record_file = {"dest": args["record_path"], "content": ex.to_json(made), "owner": "root", "group": "root",
+                   "mode": "0600"}
+    succeeded(ex.copy(record_file), "keeping the proof's record")
     result.update(changed=True, record=made, proven=proven)
     return result

@@ -30,9 +30,9 @@ def look(ex, args, run):
                                                              "-o", "cat"]}, secret=True)
     text = str(journal.get("stdout") or "")
     # a server that does not answer is a failed request with status -1: only the status is read
-    health = ex.module("ansible.builtin.uri", {"url": args["url"] + "/health_generate", "timeout": 30,
-                                              "headers": {"Authorization": "Bearer " + key} if key else {}},
-                       secret=True)
+    request = {"url": args["url"] + "/health_generate", "timeout": 30,
+               "headers": {"Authorization": "Bearer " + key} if key else {}}
+    health = ex.module("ansible.builtin.uri", request, secret=True)
     return {"phase": "look", "changed": False, "journal": text.replace(key, "<api key>") if key else text,
             "status": health.get("status", -1), "store": _store(ex, args["store"]["dir"], args["files"]), "run": run}
 
