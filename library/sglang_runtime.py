@@ -321,6 +321,12 @@ def launcher_differences(path, text, owner):
     return found
 
 
+def built_here(runtime, runtimes_dir):
+    """Whether a runtime is one this module built (a folder directly in the runtimes folder). An adopted legacy
+    venv is not: it is never modified, so it gets no launcher and its unit keeps the one-line form."""
+    return os.path.dirname(os.path.normpath(runtime)) == os.path.normpath(runtimes_dir)
+
+
 def ensure_launcher(runtime, check_mode=False):
     """Write the runtime's launcher when it is missing or differs (content, mode 0755, root's): True when it did
     (or would, in check mode). A runtime without its bin/python is refused: it is not one to launch."""
@@ -671,11 +677,12 @@ def run_plan(module, p):
         names = sorted(set(p["names"]) | set(wanted or {}))
         result["versions"] = (legacy_versions if action == "adopt"
                               else read_versions(module, path, names, markers)) or {}
-    if action == "use":
+    owned = built_here(path, p["dir"])
+    if action == "use" and owned:
         # a runtime completed before the launcher existed gets it here (complete writes it into new ones): the
-        # unit deploy.yml renders names it
+        # unit the deploy renders names it
         result["changed"] = ensure_launcher(path, module.check_mode) or result["changed"]
-    result["launcher"] = os.path.join(path, LAUNCHER)
+    result["launcher"] = os.path.join(path, LAUNCHER) if owned else None
     result["serving"] = {"path": serving_path,
                          "versions": (read_versions(module, serving_path, p["names"], markers) or {})
                          if serving_path else {}}
@@ -692,9 +699,11 @@ def run_complete(module, p):
     if not os.path.isfile(os.path.join(p["path"], "bin", "python")):
         raise RuntimeError_("%s/bin/python is missing: the build did not finish; nothing is marked complete"
                             % p["path"])
-    # the launcher before the manifest: a runtime marked complete has the launcher its unit will name
-    wrote = ensure_launcher(p["path"], module.check_mode)
-    launcher = os.path.join(p["path"], LAUNCHER)
+    # the launcher before the manifest: a runtime marked complete has the launcher its unit will name (not an
+    # adopted legacy venv, which is never modified)
+    owned = built_here(p["path"], p["dir"])
+    wrote = ensure_launcher(p["path"], module.check_mode) if owned else False
+    launcher = os.path.join(p["path"], LAUNCHER) if owned else None
     markers = read_markers(p["dir"])
     manifest = {"format": 1, "name": p["name"], "path": p["path"], "digest": p["digest"], "set": p["set"],
                 "versions": p["versions"] or {}, "adopted": os.path.dirname(os.path.normpath(p["path"]))

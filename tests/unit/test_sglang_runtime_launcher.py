@@ -72,13 +72,19 @@ def test_a_complete_runtime_without_the_launcher_gets_it_once_and_stays_complete
     assert plan["name"] in rt.read_markers(base["dir"], corrupt) and corrupt == {}
 
 
-def test_an_adopted_legacy_venv_gets_its_launcher(host):
+def test_an_adopted_legacy_venv_is_never_modified_and_gets_no_launcher(host):
+    """A venv from before runtimes is adopted as it is: no file is added to it (its unit keeps the one-line
+    launcher, roles/sglang/templates/sglang.service.j2)."""
     tmp_path, base = host
     fake_python(tmp_path / "venv", {"sglang": "0.5.23", "k": "1"})
+    before = sorted(os.listdir(tmp_path / "venv" / "bin"))
     plan = run(tmp_path, **base)
-    assert plan["action"] == "adopt"
-    assert complete(tmp_path, base, plan, plan["versions"])["changed"]
-    assert_is_the_launcher(launcher(tmp_path / "venv"), tmp_path / "venv")
+    assert plan["action"] == "adopt" and plan["launcher"] is None
+    done = complete(tmp_path, base, plan, plan["versions"])
+    assert done["changed"] and done["launcher"] is None
+    again = run(tmp_path, **base)
+    assert again["action"] == "use" and again["launcher"] is None and not again["changed"]
+    assert sorted(os.listdir(tmp_path / "venv" / "bin")) == before
 
 
 def test_a_launcher_that_differs_is_put_back(tmp_path):
@@ -185,3 +191,20 @@ def test_a_state_whose_launcher_is_gone_is_refused_before_it_is_restored(tmp_pat
                   names=["sglang"], entry="e1")
     assert refused["failed"] and refused["msg"].startswith(
         "The store entry e1 runs %s, which is missing" % launcher(folder)), refused
+
+
+def test_an_adopted_venv_s_unit_runs_its_python_with_the_same_program_and_names_it(tmp_path):
+    """No launcher in an adopted venv (the plan's launcher is none): the unit runs its python with the program as a
+    one-line -c, which hides the key the same way, and the runtime read back from the unit is that venv."""
+    from hostile_render import render_all
+    unit_text = render_all(_sglang_runtime_plan={"path": "/opt/sglang/venv", "launcher": None},
+                           _sglang_runtime_path="/opt/sglang/venv")["unit"]
+    start = unit_text[unit_text.index("ExecStart="):]
+    assert start.startswith('ExecStart="/opt/sglang/venv/bin/python" \\\n    "-c" \\\n    "import logging, re, runpy; ')
+    assert 'runpy.run_module(\\"sglang.launch_server\\", run_name=\\"__main__\\", alter_sys=True)"' in start
+    path = tmp_path / "sglang.service"
+    path.write_text(unit_text)
+    assert rt.unit_runtime(str(path)) == "/opt/sglang/venv"
+    built = render_all(_sglang_runtime_plan={"path": "/opt/sglang/runtimes/x", "launcher":
+                                             "/opt/sglang/runtimes/x/bin/sglang-serve"})["unit"]
+    assert 'ExecStart="/opt/sglang/runtimes/x/bin/sglang-serve" \\\n    "--model-path"' in built
