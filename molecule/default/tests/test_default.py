@@ -34,7 +34,7 @@ def test_service_runs_enabled_as_the_service_user(host, journal):
     assert service.is_running and service.is_enabled, journal
     props = service.systemd_properties
     assert props["User"] == "sglang" and props["NoNewPrivileges"] == "yes", journal
-    assert host.check_output("ps -o user= -C python3 -C python | sort -u").strip() == "sglang", journal
+    assert host.check_output("ps -o user= -C python3 -C python -C sglang-serve | sort -u").strip() == "sglang", journal
 
 
 def test_the_unit_carries_the_pinned_dflash_plan(host, journal):
