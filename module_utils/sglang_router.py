@@ -9,7 +9,7 @@ from http.client import HTTPException
 from urllib.error import HTTPError, URLError
 from urllib.parse import quote, urlsplit
 
-from ansible.module_utils.sglang_http import ResponseTooLarge, error_body, open_bearer, read_bounded
+from ansible.module_utils.sglang_http import ResponseTooLarge, error_body, open_bearer, protocol_fault, read_bounded
 
 
 class RouterError(Exception):
@@ -64,6 +64,10 @@ class Router:
         except ResponseTooLarge as error:
             raise RouterError(str(error)) from None
         except (URLError, OSError, HTTPException) as error:
+            fault = protocol_fault(getattr(error, "reason", error))
+            if fault:  # an answer no HTTP server sends: the peer at the URL, not the network (probe day 2 N16)
+                raise RouterError("the router at %s (%s %s) answered, but %s. Check router_url: is it sglang-router?"
+                                  % (self.url, method, path, fault)) from None
             reason = getattr(error, "reason", error)
             raise RouterError("cannot reach the router at %s (%s %s): %s. Check router_url: is sglang-router running "
                               "and listening there?" % (self.url, method, path, reason)) from None

@@ -19,6 +19,10 @@ class Peer(BaseHTTPRequestHandler):
         pass
 
     def do_GET(self):
+        if self.server.headers_flood:  # an answer head no HTTP server sends
+            self.wfile.write(b"HTTP/1.1 200 OK\r\n" + b"".join(b"x-h%d: v\r\n" % i for i in range(150)) + b"\r\n")
+            self.close_connection = True
+            return
         if self.server.huge:
             self.send_response(200)
             self.send_header("Content-Type", "application/json")
@@ -40,9 +44,9 @@ class Peer(BaseHTTPRequestHandler):
 def peer():
     servers = []
 
-    def start(huge=False):
+    def start(huge=False, headers_flood=False):
         server = ThreadingHTTPServer(("127.0.0.1", 0), Peer)
-        server.huge = huge
+        server.huge, server.headers_flood = huge, headers_flood
         threading.Thread(target=server.serve_forever, daemon=True).start()
         servers.append(server)
         return "http://127.0.0.1:%d" % server.server_port
@@ -77,3 +81,11 @@ def test_an_answer_larger_than_any_admin_answer_is_refused(tmp_path, peer):
     rc, out = run(tmp_path, "sglang_router_workers_info", router_url=peer(huge=True))
     result = json.loads(out)
     assert rc == 1 and "answered more than" in result["msg"] and "bytes" in result["msg"], result
+
+
+def test_an_answer_head_no_http_server_sends_names_the_peer_not_the_network(tmp_path, peer):
+    # probe day 2 N16, the router's side: 150 headers read "cannot reach the router", the wrong cause
+    rc, out = run(tmp_path, "sglang_router_workers_info", router_url=peer(headers_flood=True))
+    result = json.loads(out)
+    assert rc == 1 and "answered, but its answer had more than 100 header lines" in result["msg"], result
+    assert "cannot reach" not in result["msg"]
