@@ -1,9 +1,9 @@
-"""Whether a boot's pool that fell short of the plan is corrected (roles/sglang/tasks/calibrate.yml performs it).
+"""Whether a boot's pool that fell short of the plan is corrected (transaction.py's calibrate phase).
 
 The plan pins the pool with --max-total-tokens. A boot whose pool came out under it is corrected once (re-planned
 from what the boot measured, and restarted when the flags differ) when the plan was an estimate or came from a
 stored calibration the boot shows stale; a calibrated plan that still falls short is not re-tried: the run fails
-with the numbers (calibrate.yml's checks), and the rescue puts the last proven state back.
+with the numbers (the transaction's verify phase), and the rescue puts the last proven state back.
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ def is_stale(stored, boot):
 
 
 def correction(calibration, own_boot, stored, pool_tokens, plan, context_target):
-    """Decided once per boot (calibrate.yml's re-plan changes the plan it is decided from):
+    """Decided once per boot (the calibrate phase's re-plan changes the plan it is decided from):
     {calibration, stale, store, correct, previous_args, previous_required}.
 
     calibration: this boot's (sglang_kv_calibration); own_boot: this node's boot lines; stored: the calibration this

@@ -183,7 +183,7 @@ def proof_ran(planned, smoke):
 
 def live_state(before, changed_this_run, restarted_this_run, runtime_changed, process, versions, context_target):
     """What this run knows of a node's live state (proof_level()'s live), each part an argument:
-    before: the backup store's snapshot deploy.yml took ({entries}; the entry marked current holds the live
+    before: the store's snapshot the render phase took ({entries}; the entry marked current holds the live
     files; {} when no deploy ran, as in a rollback); changed_this_run / restarted_this_run: the flags the deploy
     (or a restore) noted; runtime_changed: whether this run switched the runtime; process: the serving process
     (proof_state.yml); versions: the runtime's versions; context_target: the server's proof target."""

@@ -1,4 +1,4 @@
-"""What the rescue does after a run's failure (roles/sglang/tasks/rescue.yml performs it), and what it says.
+"""What the rescue does after a run's failure (transaction_rescue.py performs it), and what it says.
 
 The cases (docs/when-things-go-wrong.md, "What the rescue does"):
   - nothing changed this run: the failure as it is (rescue.yml fails before deciding: nothing to undo);

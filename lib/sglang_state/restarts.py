@@ -1,4 +1,4 @@
-"""What a deploy restarts and what it notes (roles/sglang/tasks/deploy.yml performs it).
+"""What a deploy restarts and what it notes (transaction.py's phases).
 
 A node restarts when its unit, env file or config changed, or, on a server across nodes, when another node of the
 server changed: SGLang's ranks start together, so a node left running the old state would wait for peers that
@@ -36,7 +36,7 @@ def peer_restart(nodes_changed, host, multinode, changed):
     host restarts with them (changed: whether this run changed this host).
 
     nodes_changed: {node: whether this deploy changed its unit, env file or config} for the server's nodes in
-    this batch, gathered by deploy.yml from every node's renders once all of them rendered, so the answer does
+    this batch, gathered from every node's render phase once all of them rendered, so the answer does
     not depend on which node's note lands first. A run changes the nodes of a server together: a node that
     changed nothing before this deploy has peers that changed nothing before it either (a corrective deploy
     follows a start, which restarted every node of the server)."""
@@ -57,7 +57,7 @@ def server_boot(boots, rank0, multinode, own_boot):
     and the headroom of the least-free node (named as limiting_node). A run that started nothing read no lines:
     {found: false}.
 
-    boots: {node: that node's sglang_boot_facts result} for every node of the server (deploy.yml gathers them
+    boots: {node: that node's sglang_boot_facts result} for every node of the server (the phases gather them
     once every node has read its journal); rank0: the node whose boot names the server's pool."""
     boot = _read((boots or {}).get(rank0)) if multinode else _read(own_boot)
     if not multinode or not boot.get("found"):

@@ -43,21 +43,22 @@ def _strings(value):
             yield from _strings(item)
 
 
-def _produced_by(task):
-    """The names a task (or block, or play) defines: register, set_fact keys, vars, loop_var."""
+def _produced_by(task, scoped=True):
+    """The names a task (or block, or play) defines: register and set_fact keys, and with scoped its vars and
+    loop_var too (those live only in the task; a register or a fact outranks the role's vars/main.yml)."""
     names = set()
     if not isinstance(task, dict):
         return names
     if isinstance(task.get("register"), str):
         names.add(task["register"])
-    for key in ("vars", "ansible.builtin.set_fact", "set_fact"):
+    for key in (("vars",) if scoped else ()) + ("ansible.builtin.set_fact", "set_fact"):
         if isinstance(task.get(key), dict):
             names |= set(task[key])
-    if isinstance(task.get(LOOP_VAR[0]), dict) and task[LOOP_VAR[0]].get(LOOP_VAR[1]):
+    if scoped and isinstance(task.get(LOOP_VAR[0]), dict) and task[LOOP_VAR[0]].get(LOOP_VAR[1]):
         names.add(task[LOOP_VAR[0]][LOOP_VAR[1]])
     for key in ("block", "rescue", "always", "tasks", "pre_tasks", "post_tasks", "handlers"):
         for inner in task.get(key) or []:
-            names |= _produced_by(inner)
+            names |= _produced_by(inner, scoped)
     return names
 
 
@@ -148,22 +149,6 @@ def test_no_python_names_a_role_private_value():
     assert not found, "\n".join(found)
 
 
-def _registered_or_set(task):
-    """The names a task (or block) registers or sets as facts: these outrank the role's vars/main.yml."""
-    names = set()
-    if not isinstance(task, dict):
-        return names
-    if isinstance(task.get("register"), str):
-        names.add(task["register"])
-    for key in ("ansible.builtin.set_fact", "set_fact"):
-        if isinstance(task.get(key), dict):
-            names |= set(task[key])
-    for key in ("block", "rescue", "always"):
-        for inner in task.get(key) or []:
-            names |= _registered_or_set(inner)
-    return names
-
-
 def test_no_task_registers_or_sets_a_name_the_roles_vars_derive():
     """A register named like a vars/main.yml value replaces it for the rest of the play (backups.yml's register of
     the store's listing once replaced the store's settings, and a rollback's restore lost its folder)."""
@@ -172,6 +157,6 @@ def test_no_task_registers_or_sets_a_name_the_roles_vars_derive():
     clashes = {}
     for path in _yaml_files(os.path.join(ROLE, "tasks"), os.path.join(ROOT, "playbooks")):
         for item in yaml.safe_load(open(path, encoding="utf-8")) or []:
-            for name in _registered_or_set(item) & derived:
+            for name in _produced_by(item, scoped=False) & derived:
                 clashes.setdefault(name, []).append(os.path.relpath(path, ROOT))
     assert not clashes, clashes
