@@ -9,10 +9,12 @@ library/sglang_deploy.py (ansible-doc sglang_deploy).
 from __future__ import annotations
 
 import datetime
+import hashlib
 import json
 import os
 import sys
 
+from ansible.errors import AnsibleError
 from ansible.plugins.action import ActionBase
 from ansible.utils.display import Display
 
@@ -20,11 +22,12 @@ from ansible.utils.display import Display
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.realpath(__file__)), os.pardir, "lib"))
 
 from sglang_checks import planhost  # noqa: E402
-from sglang_state import transaction, transaction_proof, transaction_rescue  # noqa: E402
+from sglang_state import runtime_install, transaction, transaction_proof, transaction_rescue  # noqa: E402
 
 display = Display()
 
-_PHASES = ("render", "start", "calibrate", "verify", "restore", "observe", "decide", "record", "look", "rescue")
+_PHASES = ("install", "render", "start", "calibrate", "verify", "restore", "observe", "decide", "record", "look",
+           "rescue")
 # Phases that begin a run record; the others carry on the one they are given.
 _BEGIN = ("render", "restore", "observe")
 
@@ -34,18 +37,23 @@ class _Executor:
 
     def __init__(self, action, task_vars, host):
         self._action, self._task_vars, self._host = action, task_vars, host
-        self.diffs = []
+        self.diffs, self.warnings = [], []
+        self.check_mode = bool(action._task.check_mode)
 
-    def module(self, name, args, secret=False):
+    def module(self, name, args, secret=False, check_mode=None):
         """A module's result. secret: its arguments or answer may hold a key (the journal holds SGLang's
-        server_args; a request carries the API key): run with no_log, so the host logs none of it either."""
+        server_args; a request carries the API key): run with no_log, so the host logs none of it either.
+        check_mode=False: a read that runs in --check too."""
         task = self._action._task
-        logged = task.no_log
+        logged, checking = task.no_log, task.check_mode
         task.no_log = logged or secret
+        if check_mode is not None:
+            task.check_mode = check_mode
         try:
             result = self._action._execute_module(module_name=name, module_args=args, task_vars=self._task_vars)
         finally:
-            task.no_log = logged
+            task.no_log, task.check_mode = logged, checking
+        self.warnings.extend(result.pop("warnings", None) or [])
         if secret:
             result.pop("invocation", None)
         return result
@@ -72,6 +80,17 @@ class _Executor:
         result = self._run_action("ansible.legacy.copy", args, self._task_vars)
         result.pop("diff", None)
         return result
+
+    def controller_sha256(self, src):
+        """A controller-side file's sha256, found as the copy action finds it (the role's files/, then as given)."""
+        digest = hashlib.sha256()
+        try:
+            with open(self._action._find_needle("files", src), "rb") as handle:
+                for block in iter(lambda: handle.read(1 << 20), b""):
+                    digest.update(block)
+        except (AnsibleError, OSError) as error:
+            raise transaction.PhaseFailed("the controller-side wheel %s cannot be read: %s" % (src, error)) from None
+        return digest.hexdigest()
 
     def say(self, line):
         display.display("%s: %s" % (self._host, line))
@@ -107,7 +126,9 @@ class ActionModule(ActionBase):
         run = transaction.new_run() if phase in _BEGIN else dict(transaction.new_run(), **carried)
         executor = _Executor(self, task_vars, host)
         try:
-            if phase == "render":
+            if phase == "install":
+                result = runtime_install.install(executor, args)
+            elif phase == "render":
                 result = transaction.render(executor, args, run)
             elif phase == "start":
                 result = transaction.start(executor, args, run)
@@ -137,7 +158,7 @@ class ActionModule(ActionBase):
         except transaction.PhaseFailed as failure:
             result = {"phase": phase, "failed": True, "msg": str(failure),
                       "changed": bool(run.get("changed_this_run")), "run": run}
-        except (KeyError, TypeError, ValueError, AttributeError) as error:
+        except (KeyError, TypeError, ValueError, AttributeError, OSError) as error:
             # an argument the role passes in another shape: a sentence, not a traceback
             result = {"phase": phase, "failed": True, "changed": bool(run.get("changed_this_run")), "run": run,
                       "msg": "sglang_deploy (phase %s): an argument is missing or of the wrong kind: %s: %s"
@@ -146,4 +167,6 @@ class ActionModule(ActionBase):
             self._remove_tmp_path(self._connection._shell.tmpdir)
         if executor.diffs:
             result["diff"] = executor.diffs
+        if executor.warnings:
+            result["warnings"] = result.get("warnings", []) + executor.warnings
         return result

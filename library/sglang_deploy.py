@@ -12,6 +12,10 @@ description:
   - The deploy of roles/sglang as one transaction in Python (lib/sglang_state/transaction.py), run phase by phase
     so that the nodes of a server across nodes move in lockstep. Each phase returns one result, registered as
     C(sglang_deploy); the next phase takes the result of every node of the server as O(nodes).
+  - C(install) finds the runtime of the package set by its manifest, or builds it beside the one serving (pip, git
+    and the CUDA toolkit; controller-side wheels copied for it), checks it (versions, torch, GPUs, kernel imports),
+    marks it complete and prunes the runtimes nothing names (lib/sglang_state/runtime_install.py); its result is the
+    runtime module's plan (C(path), C(action), C(launcher), C(serving)) with C(versions).
   - C(render) keeps the serving state in the backup store (sglang_backup_store) and renders the unit, env file and
     config (the env file and config without diff or log).
   - C(start) restarts SGLang when its server's files changed (a node of a server across nodes restarts with its
@@ -37,9 +41,64 @@ options:
     description: The phase to run.
     type: str
     required: true
-    choices: [render, start, calibrate, verify, restore, observe, decide, record, look, rescue]
+    choices: [install, render, start, calibrate, verify, restore, observe, decide, record, look, rescue]
   common:
     description: Settings every phase of this host shares (the role passes one dict), under the phase's own.
+    type: dict
+  dir:
+    description: C(install) - the runtimes' folder (sglang_runtimes_dir).
+    type: path
+  legacy:
+    description: C(install) - the single virtualenv of a host deployed before runtimes (sglang_venv).
+    type: path
+  unit:
+    description: C(install) - the live unit (it names the runtime serving now).
+    type: path
+  store_dir:
+    description: C(install) - the backup store's folder (a runtime an entry names is never pruned).
+    type: path
+  version:
+    description: C(install) - SGLang's release (sglang_version).
+    type: str
+  package:
+    description: C(install) - where SGLang comes from (sglang_package; empty is the index).
+    type: str
+  wheels_dir:
+    description: C(install) - where controller-side wheels are copied for a build.
+    type: path
+  extras:
+    description: C(install) - SGLang's extras.
+    type: list
+    elements: str
+  kernel_wheels:
+    description: C(install) - kernel wheels, each C({src, name, version, import}).
+    type: list
+    elements: dict
+  kernel_sources:
+    description: C(install) - kernel sources built from git, each C({repo, ref, subdir, name, version, import}).
+    type: list
+    elements: dict
+  min_free_gib:
+    description: C(install) - the free GiB a build needs.
+    type: float
+  names:
+    description: C(install) - the distributions a runtime reports (SGLang and the named kernels).
+    type: list
+    elements: str
+  cuda_home:
+    description: C(install) - the CUDA toolkit kernel sources are built with.
+    type: path
+  user:
+    description: C(install) - the service user (created when missing).
+    type: str
+  home:
+    description: C(install) - the service user's home.
+    type: path
+  proven:
+    description: C(install) - the serving state is the proven one (a runtime in use is not checked again).
+    type: bool
+  check:
+    description: C(install) - the runtime check's arguments (sglang_runtime_check) besides the path.
     type: dict
   run:
     description: The C(run) of the phase before (not for C(render), which begins a run).

@@ -63,8 +63,16 @@ options:
     type: str
     default: ""
   wheels_dir:
-    description: Where install.yml copies controller-side wheels (a src or package ending in .whl without ://).
+    description: >-
+      Where the install phase (sglang_deploy) copies controller-side wheels for a build (a src or package without
+      ://).
     type: path
+  wheel_sha256:
+    description: >-
+      A controller-side wheel's sha256 by its file name, as the controller read it: the digest uses it instead of
+      the copy in wheels_dir, so a complete runtime is found without copying the wheel.
+    type: dict
+    default: {}
   extras:
     description: SGLang's extras.
     type: list
@@ -348,14 +356,14 @@ def ensure_launcher(runtime, check_mode=False):
 def sha256_file(path):
     sha = sha256(path)
     if sha is None:
-        raise RuntimeError_("the wheel %s is not on the host (install.yml copies it there first)" % path)
+        raise RuntimeError_("the wheel %s is not on the host (the install phase copies it there for a build)" % path)
     return sha
 
 
 def host_wheel(src, wheels_dir):
-    """Where a wheel is read on the host: a src without :// is a controller-side wheel that install.yml
-    copied into wheels_dir; anything else (an index requirement, a URL, git+...) is taken as written."""
-    if "://" in src or not wheels_dir:  # as install.yml decides what it copies
+    """Where a wheel is read on the host: a src without :// is a controller-side wheel that the install phase
+    copies into wheels_dir; anything else (an index requirement, a URL, git+...) is taken as written."""
+    if "://" in src or not wheels_dir:  # as the install phase decides what it copies
         return src
     return os.path.join(wheels_dir, os.path.basename(src))
 
@@ -627,11 +635,22 @@ def run_plan(module, p):
     if python is None:
         raise RuntimeError_("%s is not on the host's PATH: a runtime is made with `python3 -m venv`" % p["python"])
 
-    def hasher(path):  # in check mode a controller-side wheel may not be copied yet: named without its content
-        return sha256_file(path) if os.path.isfile(path) else "not copied yet (check mode)"
+    given = p["wheel_sha256"] or {}
+    for wheel, digest in given.items():
+        if not isinstance(digest, str) or not re.fullmatch(r"[0-9a-f]{64}", digest):
+            raise RuntimeError_("wheel_sha256 gives %r for %s: a sha256 as 64 lowercase hex digits" % (digest, wheel))
+
+    def hasher(path):
+        # a controller-side wheel by the digest the controller read (copied only for a build); in check mode one
+        # not given and not copied yet is named without its content
+        if os.path.basename(path) in given:
+            return given[os.path.basename(path)]
+        if module.check_mode and not os.path.isfile(path):
+            return "not copied yet (check mode)"
+        return sha256_file(path)
 
     pset = package_set(p["version"], p["package"], p["extras"], p["kernel_wheels"], p["kernel_sources"], python,
-                       p["wheels_dir"], hasher if module.check_mode else sha256_file)
+                       p["wheels_dir"], hasher)
     digest = digest_of(pset)
     name = runtime_name(p["version"], digest)
     corrupt = {}
@@ -793,6 +812,7 @@ def main():
             "version": {"type": "str"},
             "package": {"type": "str", "default": ""},
             "wheels_dir": {"type": "path"},
+            "wheel_sha256": {"type": "dict", "default": {}},
             "extras": {"type": "list", "elements": "str", "default": []},
             "kernel_wheels": {"type": "list", "elements": "dict", "default": []},
             "kernel_sources": {"type": "list", "elements": "dict", "default": []},

@@ -81,6 +81,21 @@ def test_a_rebuilt_wheel_of_the_same_name_is_another_runtime(host):
     assert first["set"]["sglang"]["source"]["wheel"] == "sglang-0.5.23-py3-none-any.whl"
 
 
+def test_the_controllers_digest_of_a_wheel_finds_the_same_runtime_without_the_host_copy(host):
+    tmp_path, base = host
+    copied = run(tmp_path, **base)
+    wheels = tmp_path / "wheels"
+    digests = {name: rt.sha256_file(str(wheels / name)) for name in os.listdir(wheels)}
+    for name in digests:
+        (wheels / name).unlink()  # a re-run copies nothing: the controller read the wheels
+    given = run(tmp_path, wheel_sha256=digests, **base)
+    assert given["digest"] == copied["digest"]
+    other = run(tmp_path, wheel_sha256=dict(digests, **{"k-1-py3-none-any.whl": "0" * 64}), **base)
+    assert other["digest"] != copied["digest"]  # another kernel wheel: another runtime
+    refused = run(tmp_path, wheel_sha256={"k-1-py3-none-any.whl": "not a digest"}, **base)
+    assert refused["failed"] and "wheel_sha256 gives 'not a digest' for k-1-py3-none-any.whl" in refused["msg"]
+
+
 def test_a_new_package_set_is_built_and_a_complete_one_is_used_without_starting_python(host):
     tmp_path, base = host
     plan = run(tmp_path, **base)

@@ -1,0 +1,140 @@
+"""The runtime of this run: found by its package set, or built beside the one serving, checked, marked complete.
+
+A runtime per package set (library/sglang_runtime.py): SGLang, its source (a wheel by its sha256), the extras, the
+kernel wheels and sources and the host's python make a digest, and the runtime lives in
+<runtimes dir>/<version>-<digest12>. It is built beside the runtime serving now (which keeps serving: nothing here
+touches its folder), checked (versions, torch's CUDA build and GPUs, the kernels' imports) and only then marked
+complete; the unit names it when the deploy renders it, so a restored unit switches the code too.
+
+A re-run with the same package set is one module call: a controller-side wheel enters the digest by the sha256 the
+controller reads (the executor's controller_sha256), so a complete runtime is found by its manifest without copying
+anything, and its versions come from the manifest, with no pip and no python started. Wheels are copied to the host
+only for a build. A host deployed before runtimes (its single sglang_venv) keeps that venv as its first runtime
+when it holds exactly the asked versions (adopted, recorded, nothing reinstalled); it is never modified again.
+
+Plain Python over the transaction's executor (action_plugins/sglang_deploy.py, phase `install`); the unit tests
+give it a fake host. It returns the runtime module's plan plus `versions` (the runtime's SGLang and kernels).
+"""
+
+from __future__ import annotations
+
+import os
+
+from sglang_state.transaction import PhaseFailed, succeeded
+
+RUNTIME_MODULE = "sglang_runtime"
+CHECK_MODULE = "sglang_runtime_check"
+# The build's PATH besides CUDA's and the runtime's own bin
+SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+
+def _local(src):
+    """A controller-side wheel (copied for a build) rather than a URL or an index requirement."""
+    return bool(src) and "://" not in src
+
+
+def _pip_name(args):
+    package, wheels_dir = args["package"], args["wheels_dir"]
+    if _local(package):
+        return os.path.join(wheels_dir, os.path.basename(package))
+    if package:
+        return package
+    extras = "[%s]" % ",".join(args["extras"]) if args["extras"] else ""
+    return "sglang%s==%s" % (extras, args["version"])
+
+
+def _wheels(args):
+    """The controller-side wheels: SGLang's (when sglang_package names one) and the kernel wheels'."""
+    return ([args["package"]] if _local(args["package"]) else []) + [
+        str(w["src"]) for w in args["kernel_wheels"] if _local(str(w["src"]))]
+
+
+def _build(ex, args, path):
+    """pip, git and the CUDA toolkit into the new runtime's folder; PhaseFailed with the step that failed."""
+    for src in _wheels(args):
+        succeeded(ex.copy({"src": src, "dest": args["wheels_dir"] + "/", "mode": "0644"}),
+                  "copying %s to the host" % os.path.basename(src))
+    packages = ["python3-venv", "python3-pip"] + (["git"] if args["kernel_sources"] else [])
+    succeeded(ex.module("ansible.builtin.apt", {"name": packages, "state": "present"}),
+              "installing " + " ".join(packages))
+    succeeded(ex.module("ansible.builtin.file", {"path": args["dir"], "state": "directory", "mode": "0755"}),
+              "the runtimes' folder")
+    succeeded(ex.module("ansible.builtin.pip", {"name": [_pip_name(args)], "virtualenv": path,
+                                                "virtualenv_command": "python3 -m venv"}),
+              "installing SGLang into %s" % path)
+    for wheel in args["kernel_wheels"]:
+        src = str(wheel["src"])
+        name = src if not _local(src) else os.path.join(args["wheels_dir"], os.path.basename(src))
+        succeeded(ex.module("ansible.builtin.pip", {"name": [name], "virtualenv": path}),
+                  "installing the kernel wheel %s" % os.path.basename(src))
+    for source in args["kernel_sources"]:
+        name = source.get("name") or os.path.basename(source["repo"]).removesuffix(".git")
+        dest = os.path.join(path, "src", name)  # inside the runtime: pruned with it
+        succeeded(ex.module("ansible.builtin.git", {"repo": source["repo"], "version": str(source.get("ref", "HEAD")),
+                                                    "dest": dest, "depth": 1}),
+                  "fetching the kernel source %s" % source["repo"])
+        cuda = args["cuda_home"]
+        built = ex.module("ansible.builtin.command", {
+            "argv": ["env", "CUDA_HOME=" + cuda, "PATH=%s/bin:%s/bin:%s" % (cuda, path, SYSTEM_PATH),
+                     path + "/bin/pip", "install", "--no-build-isolation", source.get("subdir", ".")],
+            "chdir": dest})
+        if not ex.check_mode:
+            if built.get("failed") or built.get("rc"):
+                raise PhaseFailed("building the kernels of %s with the CUDA toolkit at %s: %s" % (
+                    source["repo"], cuda, (built.get("stderr") or built.get("msg") or "failed")[-2000:]))
+
+
+def _check_versions(installed, args, path):
+    """SGLang and every kernel with a version are the versions asked for."""
+    pinned = {k["name"]: str(k["version"]) for k in args["kernel_wheels"] + args["kernel_sources"]
+              if k.get("name") and k.get("version") is not None}
+    wanted = dict(pinned, sglang=args["version"])
+    if {name: installed.get(name) for name in wanted} != wanted:
+        raise PhaseFailed(
+            "Installed in %s: %s; expected %s. Check sglang_version / sglang_package and the versions in "
+            "sglang_kernel_wheels / sglang_kernel_sources. The runtime is not marked complete: the next run removes it "
+            "and builds it again." % (path, installed, wanted))
+
+
+def install(ex, args):
+    """Find or build this run's runtime, check it, mark it complete, prune what nothing names.
+
+    args: dir, legacy, unit, version, package, wheels_dir, extras, kernel_wheels, kernel_sources, min_free_gib,
+    names, cuda_home, user, home, check ({gpus, torch_cuda, torch, release, nodes, imports}), proven (the serving
+    state is the proven one: a runtime in use is not checked again), store_dir (the backup store's folder)."""
+    find = {key: args[key] for key in ("dir", "legacy", "unit", "version", "package", "wheels_dir", "extras",
+                                       "kernel_wheels", "kernel_sources", "min_free_gib", "names")}
+    find["wheel_sha256"] = {os.path.basename(src): ex.controller_sha256(src) for src in _wheels(args)}
+    plan = dict(succeeded(ex.module(RUNTIME_MODULE, find), "finding the runtime"))
+    plan.pop("invocation", None)
+    path, action = plan["path"], plan["action"]
+    changed = bool(plan.get("changed"))
+    if action == "build":
+        _build(ex, args, path)
+        changed = True
+    user = {"name": args["user"], "system": True, "home": args["home"], "create_home": True,
+            "shell": "/usr/sbin/nologin"}
+    changed = bool(succeeded(ex.module("ansible.builtin.user", user), "the service user").get("changed")) or changed
+    versions = {}
+    if not (ex.check_mode and action == "build"):  # nothing was built in check mode: nothing to read
+        read = succeeded(ex.module(RUNTIME_MODULE, {"state": "versions", "dir": args["dir"], "path": path,
+                                                    "names": args["names"]}, check_mode=False),
+                         "reading the runtime's versions")
+        versions = read["versions"]
+        _check_versions(versions, args, path)
+        # torch and the kernels import as they did when the serving state was proven, unless this run built or
+        # adopted a runtime or the serving process is not the proven one (a driver change reboots; a restart re-reads)
+        if action != "use" or not args["proven"]:
+            succeeded(ex.module(CHECK_MODULE, dict(args["check"], path=path)), "checking the runtime")
+    if action != "use":
+        done = ex.module(RUNTIME_MODULE, {"state": "complete", "dir": args["dir"], "path": path, "name": plan["name"],
+                                          "digest": plan["digest"], "set": plan["set"], "versions": versions})
+        changed = bool(succeeded(done, "marking the runtime complete").get("changed")) or changed
+    pruned = ex.module(RUNTIME_MODULE, {"state": "prune", "dir": args["dir"], "legacy": args["legacy"],
+                                        "unit": args["unit"], "store": args["store_dir"], "keep": [path]})
+    pruned = succeeded(pruned, "pruning the runtimes nothing names")
+    changed = bool(pruned.get("changed")) or changed
+    if action == "build":
+        ex.say("built the runtime %s" % path)
+    return dict(plan, phase="install", versions=versions, removed=plan.get("removed", []) + pruned.get("removed", []),
+                changed=changed)
