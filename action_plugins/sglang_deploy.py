@@ -13,6 +13,7 @@ import hashlib
 import json
 import os
 import sys
+import time
 
 from ansible.errors import AnsibleError
 from ansible.plugins.action import ActionBase
@@ -26,8 +27,8 @@ from sglang_state import runtime_install, transaction, transaction_proof, transa
 
 display = Display()
 
-_PHASES = ("install", "render", "start", "calibrate", "verify", "restore", "observe", "decide", "record", "look",
-           "rescue")
+_PHASES = ("install", "render", "start", "calibrate", "verify", "restore", "observe", "decide", "prove", "record",
+           "look", "rescue")
 # Phases that begin a run record; the others carry on the one they are given.
 _BEGIN = ("render", "restore", "observe")
 
@@ -57,6 +58,23 @@ class _Executor:
         if secret:
             result.pop("invocation", None)
         return result
+
+    def module_async(self, name, args, limit):
+        """Start a module as an async job (Ansible's async_wrapper, as a task with async and poll 0 does): its
+        {ansible_job_id, results_file}."""
+        task = self._action._task
+        saved = task.async_val
+        task.async_val = int(limit)
+        try:
+            result = self._action._execute_module(module_name=name, module_args=args, task_vars=self._task_vars,
+                                                  wrap_async=True)
+        finally:
+            task.async_val = saved
+        self.warnings.extend(result.pop("warnings", None) or [])
+        return result
+
+    monotonic = staticmethod(time.monotonic)
+    sleep = staticmethod(time.sleep)
 
     def _run_action(self, name, args, task_vars, secret=False):
         task = self._action._task.copy()
@@ -149,6 +167,8 @@ class ActionModule(ActionBase):
                 result = transaction_proof.observe(executor, args)
             elif phase == "decide":
                 result = transaction_proof.decide(executor, args, run)
+            elif phase == "prove":
+                result = transaction_proof.prove(executor, args, run)
             elif phase == "record":
                 result = transaction_proof.record(executor, args, run)
             elif phase == "look":

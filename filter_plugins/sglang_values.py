@@ -2,7 +2,6 @@
 Ansible).
 
   {{ variables | sglang_value_refusals(inventory_hostname) }}   [one sentence per bad value]
-  {{ home | sglang_dirs_below(path) }}                           the folders from below `home` down to `path`
 """
 
 import os
@@ -26,16 +25,6 @@ def value_refusals(variables, host):
                                  % (host, type(error).__name__, error)) from None
 
 
-def dirs_below(home, path):
-    """The folders strictly below `home` that lead to `path` (itself included), outermost first: the ones a
-    task may create as the service user's; [] when `path` is not below `home`."""
-    home, path = str(home).rstrip("/"), str(path).rstrip("/")
-    if not path.startswith(home + "/"):
-        return []
-    parts = path[len(home) + 1:].split("/")
-    return [home + "/" + "/".join(parts[:count]) for count in range(1, len(parts) + 1)]
-
-
 class FilterModule:
     def filters(self):
-        return {"sglang_value_refusals": value_refusals, "sglang_dirs_below": dirs_below}
+        return {"sglang_value_refusals": value_refusals}

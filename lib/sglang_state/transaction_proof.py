@@ -1,10 +1,13 @@
-"""The transaction's proof phases (the long prompt itself is library/sglang_smoke_test.py, run by the role as an async
-job so that its stage prints every few seconds):
+"""The transaction's proof phases (the long prompt itself is library/sglang_smoke_test.py, run as an async job so that
+its stage prints every few seconds):
 
   observe  the last full proof's record and the serving process (systemd's InvocationID, MainPID, start time):
            at the start of a run (the install skips its runtime check when the proven process still serves)
   decide   this node's proof: full after a change, when never proven, asked for or old; else a check
            (lib/sglang_state/proof_level.py), from the live state the deploy left and the process now
+  prove    on rank 0: the check (one short prompt, synchronous), or the full proof as an async job followed every
+           few seconds, its stage printed ("proof: prefill started, 196,004 prompt tokens, 42s"); never fails itself,
+           so that every node of a server reads rank 0's result in record and fails with it together
   record   which proof ran; after a passed full proof, the live state marked proven in the backup store and the
            record the next run decides from (a check writes nothing: the record stays the last full proof's)
 """
@@ -62,6 +65,58 @@ def decide(ex, args, run):
         raise PhaseFailed(str(error)) from None
     return {"phase": "decide", "changed": False, "live": live, "own": own, "process": serving["process"],
             "run": run}
+
+
+SMOKE_MODULE = "sglang_smoke_test"
+PROGRESS_MODULE = "async_progress"
+FOLLOW_EVERY_S = 5
+
+
+def _follow(ex, args, limit):
+    """The full proof as an async job (a proof outlives a connection's patience), its stage said every few seconds
+    (library/async_progress.py), then its result (async_status, which also removes the job's file)."""
+    job = ex.module_async(SMOKE_MODULE, args, limit)
+    if job.get("failed") or not job.get("ansible_job_id"):
+        return job
+    follow = {"results_file": job["results_file"], "progress_file": args["progress_file"]}
+    deadline = ex.monotonic() + limit + 60
+    while True:
+        tried = ex.module(PROGRESS_MODULE, follow)
+        if tried.get("failed"):
+            return tried
+        if tried.get("finished"):
+            break
+        if ex.monotonic() > deadline:
+            return {"failed": True, "msg": "the proof did not end within %d s (its own deadlines should have ended "
+                                           "it first)" % limit}
+        if tried.get("progress"):
+            ex.say(tried["progress"])
+        ex.sleep(FOLLOW_EVERY_S)
+    folder = job["results_file"].rsplit("/", 1)[0]
+    return ex.module("ansible.builtin.async_status", {"jid": job["ansible_job_id"], "_async_dir": folder})
+
+
+def prove(ex, args, run):
+    """args: rank0 (this node serves the server's HTTP API), planned (the server's level, the same on every node),
+    smoke (sglang_smoke_test's arguments; empty ones are left out), progress_file, concurrent_requests, limit.
+    {smoke}: rank 0's result, failed or not (record fails with it on every node); None on the other nodes."""
+    result = {"phase": "prove", "changed": False, "smoke": None, "run": run}
+    if not args["rank0"]:
+        return result
+    smoke = {key: value for key, value in args["smoke"].items() if value is not None and value != ""}
+    smoke["progress_file"] = args["progress_file"]
+    if args["planned"]["level"] == "check":
+        expect = args["planned"].get("expect") or {}
+        smoke.update(level="check", **{"expect_" + key: expect[key] for key in ("pool_tokens", "context_length")
+                                       if expect.get(key)})
+        answer = ex.module(SMOKE_MODULE, smoke)
+    else:
+        smoke.update(level="full", concurrent_requests=args.get("concurrent_requests") or 0)
+        answer = _follow(ex, smoke, int(args["limit"]))
+    answer = {key: value for key, value in answer.items() if key not in ("invocation", "ansible_job_id",
+                                                                        "results_file", "started", "finished")}
+    result["smoke"] = answer
+    return result
 
 
 def record(ex, args, run):

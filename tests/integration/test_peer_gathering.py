@@ -1,9 +1,9 @@
 """The steps of a server across nodes that gather the peers' values, run through Ansible as the role writes them.
 
-The deploy transaction's phases and prove.yml gather each node's result from the other nodes of the server with
+The deploy transaction's phases and the proof gather each node's result from the other nodes of the server with
 map('extract', hostvars, ...), and hand them on as one dict or list. The expressions here are the role's own
-(vars/main.yml, or lifted from prove.yml by task name, not copied), run on two local hosts a and b of one server,
-with what each node would have registered set by hand.
+(vars/main.yml, not copied), run on two local hosts a and b of one server, with what each node would have registered
+set by hand.
 """
 
 import json
@@ -15,25 +15,6 @@ import yaml
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 PLAYBOOK_BIN = os.path.join(os.path.dirname(sys.executable), "ansible-playbook")
-TASKS = os.path.join(REPO, "roles", "sglang", "tasks")
-
-
-def _task(path, name_start):
-    """The task (or a task inside a block) of a role file whose name starts with name_start, with its block's
-    vars folded in (Ansible gives a block's vars to its tasks)."""
-    def walk(items, inherited):
-        for item in items:
-            if str(item.get("name", "")).startswith(name_start):
-                return dict(item, vars=dict(inherited, **(item.get("vars") or {})))
-            if "block" in item:
-                found = walk(item["block"], dict(inherited, **(item.get("vars") or {})))
-                if found:
-                    return found
-        return None
-    with open(os.path.join(TASKS, path), encoding="utf-8") as handle:
-        found = walk(yaml.safe_load(handle), {})
-    assert found, "%s has no task named %r..." % (path, name_start)
-    return found
 
 
 def run(tmp_path, tasks, node_facts):
@@ -77,13 +58,14 @@ def test_each_deploy_phase_takes_every_node_s_result_of_the_phase_before(tmp_pat
 
 
 def test_a_server_is_proven_in_full_when_one_node_needs_it(tmp_path):
-    """prove.yml's gather of the nodes' own levels (the decide phase's, registered as sglang_proof_plan): a needs
-    only a check, b changed and needs the full proof, so the server is proven in full on both, with b's reason."""
+    """vars/main.yml's gather of the nodes' own levels for prove.yml (the decide phase's, registered as
+    sglang_proof_plan): a needs only a check, b changed and needs the full proof, so the server is proven in full
+    on both, with b's reason."""
     levels = {"a": {"level": "check", "reason": "nothing changed since the last full proof"},
               "b": {"level": "full", "reason": "this run changed the unit"}}
     facts = {host: {"sglang_proof_plan": {"own": levels[host]}} for host in ("a", "b")}
-    planned = _task("prove.yml", "Prove the KV pool")["vars"]["_sglang_proof_planned"]
-    keep = {"name": "The server's proof", "ansible.builtin.set_fact": {"_sglang_proof_level": planned}}
+    keep = {"name": "The server's proof",
+            "ansible.builtin.set_fact": {"_sglang_proof_level": "{{ _sglang_proof_planned }}"}}
     got = run(tmp_path, [keep], facts)
     for host in ("a", "b"):
         assert got[host]["level"] == levels["b"]

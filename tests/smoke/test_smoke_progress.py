@@ -152,72 +152,69 @@ def test_a_missing_results_file_is_named(tmp_path):
     assert "async and poll: 0" in out["msg"]
 
 
-# --- prove.yml's own tasks, through ansible-playbook with the repository's ansible.cfg and callbacks ---
+# --- prove.yml's proof task through ansible-playbook, with the repository's ansible.cfg and the sglang_deploy action
 
-def smoke_tasks():
-    """The block of roles/sglang/tasks/prove.yml (the role's proof, run from smoke.yml) that runs the proof, with
-    its vars, as written, up to the module's result (the transaction's record phase after it is tested in
-    tests/unit/test_transaction_proof.py)."""
+def prove_task():
+    """The task of roles/sglang/tasks/prove.yml that runs the proof (the transaction's prove phase), as written; its
+    decide before and record after are tested in tests/unit/test_transaction_proof.py."""
     with open(os.path.join(REPO, "roles", "sglang", "tasks", "prove.yml"), encoding="utf-8") as handle:
         tasks = yaml.safe_load(handle)
-    block = next(task for task in tasks if "block" in task)
-    names = [task["name"] for task in block["block"]]
-    return block["block"][:names.index("Collect the full proof's result") + 1], block["vars"]
+    return next(task for task in tasks if task.get("sglang_deploy", {}).get("phase") == "prove")
 
 
 def run_proof(tmp_path, url, **overrides):
-    """smoke.yml's block on localhost, then the registered result written to tmp_path/evidence.json."""
-    tasks, block_vars = smoke_tasks()
+    """The proof task on localhost, then its registered result written to tmp_path/evidence.json."""
     with open(os.path.join(REPO, "roles", "sglang", "defaults", "main.yml"), encoding="utf-8") as handle:
         defaults = yaml.safe_load(handle)
     with open(os.path.join(REPO, "roles", "sglang", "vars", "main.yml"), encoding="utf-8") as handle:
-        defaults.update(yaml.safe_load(handle))  # the role's own vars (this host's node rank, ...)
+        defaults.update(yaml.safe_load(handle))  # the role's own vars (this host's node rank, the smoke's arguments)
     host, port = url.rsplit("//", 1)[1].split(":")
     play_vars = dict(defaults, _sglang_local_address=host, sglang_port=int(port), sglang_api_key="",
                      sglang_ready_timeout=60, sglang_smoke_timeout=60,
                      # the full proof, as this node's decision gives it after a change (prove.yml's first task)
                      sglang_proof_plan={"own": {"level": "full", "reason": "this run changed the files"}},
                      **overrides)
-    play = [{"name": "The proof as smoke.yml runs it", "hosts": "localhost", "connection": "local",
+    play = [{"name": "The proof as prove.yml runs it", "hosts": "localhost", "connection": "local",
              "gather_facts": False, "vars": play_vars,
-             "tasks": [{"name": "Prove", "vars": block_vars, "block": tasks},
+             "tasks": [prove_task(),
                        {"name": "Keep the evidence", "changed_when": False,
-                        "ansible.builtin.copy": {"content": "{{ _sglang_smoke_full | to_json }}",
+                        "ansible.builtin.copy": {"content": "{{ _sglang_proof_ran.smoke | to_json }}",
                                                  "dest": str(tmp_path / "evidence.json")}}]}]
     path = tmp_path / "proof.yml"
     path.write_text(yaml.safe_dump(play, sort_keys=False))
     env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(REPO, "ansible.cfg"), ANSIBLE_NOCOLOR="1")
-    # The progress file under tmp_path, not /run (extra vars outrank the block's vars).
+    # The progress file under tmp_path, not /run (extra vars outrank the role's vars).
     return subprocess.run([os.path.join(BIN, "ansible-playbook"), str(path), "-e",
                            "_sglang_smoke_progress=%s" % (tmp_path / "progress.json")],
                           cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
 
 
-def test_smoke_yml_prints_the_proofs_stage_per_try_and_keeps_the_modules_result(double, tmp_path):
+def test_the_proof_prints_its_stage_every_few_seconds_and_keeps_the_modules_result(double, tmp_path):
     with double(PINNED, gpu={"prefill_tokens_per_s": 20000}) as (url, _):
         proc = run_proof(tmp_path, url)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     lines = [line for line in proc.stdout.splitlines() if line.startswith("localhost: proof: ")]
     assert any(line.startswith("localhost: proof: prefill started, 196,") and line.endswith("s") for line in lines), \
         proc.stdout
-    assert "FAILED - RETRYING" not in proc.stdout
     assert "changed=0" in proc.stdout and "failed=0" in proc.stdout
     evidence = json.loads((tmp_path / "evidence.json").read_text())
     assert evidence["ok"] is True and evidence["pool_tokens"] == 200064 and evidence["prompt_tokens"] >= 190000
     assert evidence["changed"] is False and evidence["ttft_s"] > 9
+    assert "ansible_job_id" not in evidence and "invocation" not in evidence
     assert not (tmp_path / "progress.json").exists()
 
 
-def test_smoke_yml_fails_with_the_modules_message_at_the_next_try(double, tmp_path):
+def test_a_failed_proof_is_rank_0s_result_with_the_modules_message_at_the_next_try(double, tmp_path):
+    # the prove phase hands the failure on (the record phase fails every node of the server with it)
     with double(PINNED) as (url, _):
         began = time.monotonic()
         proc = run_proof(tmp_path, url, sglang_smoke_min_pool_tokens=300000)
         took = time.monotonic() - began
-    assert proc.returncode != 0
-    assert "The KV pool holds 200,064 tokens" in proc.stdout and "under the 300,000 required" in proc.stdout
-    assert "TASK [Collect the full proof's result]" in proc.stdout
-    assert took < 60  # not the loop's retries: the next try sees the job ended
-
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    evidence = json.loads((tmp_path / "evidence.json").read_text())
+    assert evidence["failed"] is True
+    assert "The KV pool holds 200,064 tokens" in evidence["msg"] and "under the 300,000 required" in evidence["msg"]
+    assert took < 60  # not the backstop: the next try sees the job ended
 
 
 def test_ansible_doc_renders_async_progress():

@@ -101,7 +101,7 @@ def test_every_private_value_the_role_reads_is_produced_in_the_role():
     assert not missing(), "read but produced nowhere (renamed or dropped?): %s" % missing()
 
 
-@pytest.mark.parametrize("name", ["_sglang_calibration_in_use", "_sglang_calibration_key", "_sglang_smoke_check",
+@pytest.mark.parametrize("name", ["_sglang_calibration_in_use", "_sglang_calibration_key", "_sglang_proof_ran",
                                   "_sglang_deploy_nodes", "_sglang_checkpoints"])
 def test_the_values_gathered_from_peers_or_passed_to_decisions_are_read_and_produced(name):
     # The inputs the deploy, proof and plan decisions take from the YAML: each is produced and read, so the
@@ -111,7 +111,7 @@ def test_the_values_gathered_from_peers_or_passed_to_decisions_are_read_and_prod
 
 @pytest.mark.parametrize(("path", "old", "new"), [
     ("tasks/model.yml", "    _sglang_calibration_key:", "    _sglang_cal_key:"),
-    ("tasks/prove.yml", "register: _sglang_smoke_check", "register: _sglang_check_result")])
+    ("tasks/prove.yml", "register: _sglang_proof_ran", "register: _sglang_proof_result")])
 def test_a_renamed_register_or_fact_is_caught(tmp_path, path, old, new):
     # The review's mutation: rename what a task file produces, leave its readers. On a copy of the role.
     role = tmp_path / "sglang"

@@ -89,3 +89,68 @@ def test_a_bad_proof_knob_is_a_sentence_not_a_traceback():
     with pytest.raises(PhaseFailed, match="sglang_reprove_after_days"):
         proof.decide(FakeHost(), {"record": {}, "service": "sglang", "context_target": 200000,
                                   "reprove_after_days": "soon"}, {})
+
+
+class ProvingHost:
+    """rank 0 as the prove phase sees it: the smoke module (sync for a check, an async job for the full proof)."""
+
+    def __init__(self, tries=2, answer=None):
+        self.tries, self.answer = tries, answer or dict(SMOKE, invocation={"module_args": {"api_key": "***"}})
+        self.calls, self.said, self.clock = [], [], 0.0
+
+    def module(self, name, args, secret=False):
+        self.calls.append((name, dict(args)))
+        if name == proof.SMOKE_MODULE:
+            return dict(self.answer)
+        if name == proof.PROGRESS_MODULE:
+            self.tries -= 1
+            return {"finished": self.tries < 0, "progress": "proof: prefill started, 196,004 prompt tokens, 5s"}
+        if name == "ansible.builtin.async_status":
+            assert args == {"jid": "j1", "_async_dir": "/root/.ansible_async"}
+            return dict(self.answer, finished=1, ansible_job_id="j1", results_file="/root/.ansible_async/j1")
+        raise AssertionError(name)
+
+    def module_async(self, name, args, limit):
+        self.calls.append((name + " (async %d s)" % limit, dict(args)))
+        return {"ansible_job_id": "j1", "results_file": "/root/.ansible_async/j1", "started": 1, "finished": 0}
+
+    def monotonic(self):
+        return self.clock
+
+    def sleep(self, seconds):
+        self.clock += seconds
+
+    def say(self, line):
+        self.said.append(line)
+
+
+PROVE = {"rank0": True, "progress_file": "/run/p.json", "limit": 900, "concurrent_requests": 8,
+         "smoke": {"url": "http://127.0.0.1:30000", "api_key": "", "context_target": 200000, "min_pool_tokens": None,
+                   "prompt_tokens": "auto", "expect": ""}}
+
+
+def test_a_check_is_one_short_request_holding_the_pool_and_context_the_record_expects():
+    host = ProvingHost()
+    planned = {"level": "check", "expect": {"pool_tokens": 200064, "context_length": None}}
+    ran = proof.prove(host, dict(PROVE, planned=planned), {})
+    [(name, args)] = host.calls
+    assert name == proof.SMOKE_MODULE and args["level"] == "check" and args["expect_pool_tokens"] == 200064
+    # empty arguments are left to the module's defaults; no key, no context to expect
+    assert not {"api_key", "expect", "min_pool_tokens", "expect_context_length", "concurrent_requests"} & set(args)
+    assert ran["smoke"]["pool_tokens"] == 200064 and "invocation" not in ran["smoke"]
+
+
+def test_the_full_proof_is_an_async_job_whose_stage_is_said_until_it_ends():
+    host = ProvingHost(tries=2)
+    ran = proof.prove(host, dict(PROVE, planned={"level": "full"}), {})
+    assert host.calls[0][0] == "sglang_smoke_test (async 900 s)" and host.calls[0][1]["concurrent_requests"] == 8
+    assert host.said == ["proof: prefill started, 196,004 prompt tokens, 5s"] * 2 and host.clock == 10
+    assert ran["smoke"]["ok"] and not {"ansible_job_id", "results_file", "finished"} & set(ran["smoke"])
+
+
+def test_a_job_that_outlives_its_backstop_is_a_failed_proof_and_other_nodes_prove_nothing():
+    ran = proof.prove(ProvingHost(tries=10**6), dict(PROVE, planned={"level": "full"}, limit=30), {})
+    assert ran["smoke"]["failed"] and "did not end within 30 s" in ran["smoke"]["msg"]
+    other = ProvingHost()
+    assert proof.prove(other, dict(PROVE, rank0=False, planned={"level": "full"}), {})["smoke"] is None
+    assert other.calls == []
