@@ -358,6 +358,19 @@ def render_html(report, png):
             "</head><body>\n%s\n</body></html>\n" % (html.escape(title), style, "\n".join(sections)))
 
 
+def calibration_source(plan, corrective_restarts, in_use, inventory, fact):
+    """Where the plan's calibration came from, for people. plan: this run's (None when it planned nothing)."""
+    if plan is None:
+        return "not recorded (no plan this run)"
+    if not plan.get("calibrated"):
+        return "estimated from the GPU and the checkpoint"
+    if int(corrective_restarts or 0) > 0:
+        return "this run's first boot (the estimate fell short: re-planned, restarted once)"
+    if (in_use if in_use else inventory) == inventory:
+        return "inventory: sglang_calibration in host_vars"
+    return "stored on the host: ansible_local.%s" % fact
+
+
 def write_run_report(facts, root, stamp, generated_at):
     """reports/<host>/<stamp>/report.json + report.html; returns the folder."""
     host_dir = os.path.join(root, facts.get("host") or "unknown-host")

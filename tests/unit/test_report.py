@@ -234,3 +234,16 @@ def test_forward_formula_helper_is_sglangs():
     # ct200's hand-tuned boot at 0.94 logged 218,484 tokens; P and A in host_vars are rounded to 3 decimals.
     assert abs(forward(85.334, 19.419, 0.94) - 218484) <= 2
     assert math.isclose(70272, (512 + 64) * 61 * 2)
+
+
+@pytest.mark.parametrize(("plan", "corrective", "in_use", "says"), [
+    (None, 0, {}, "not recorded (no plan this run)"),
+    ({"calibrated": False}, 0, {}, "estimated from the GPU and the checkpoint"),
+    ({"calibrated": True}, 1, {"pre_load_avail_gib": 85.3}, "this run's first boot (the estimate fell short"),
+    ({"calibrated": True}, 0, {"pre_load_avail_gib": 85.0}, "inventory: sglang_calibration in host_vars"),
+    ({"calibrated": True}, 0, {"pre_load_avail_gib": 85.3}, "stored on the host: ansible_local.sglang_calibration"),
+])
+def test_the_calibration_source_says_where_the_plan_s_calibration_came_from(plan, corrective, in_use, says):
+    from sglang_report.report import calibration_source
+    said = calibration_source(plan, corrective, in_use, {"pre_load_avail_gib": 85.0}, "sglang_calibration")
+    assert said.startswith(says)
