@@ -36,6 +36,12 @@ options:
     description: Revision recorded in the marker.
     type: str
     default: ""
+  fail_incomplete:
+    description: >-
+      Fail, naming what is missing and how to resume, when the checkpoint is not complete (after a download: the
+      next run resumes it).
+    type: bool
+    default: false
 notes:
   - Supports check mode (reports what it would write).
 """
@@ -204,7 +210,8 @@ def main():
     module = AnsibleModule(argument_spec={"path": {"type": "path", "required": True},
                                           "marker": {"type": "str", "default": ""},
                                           "repo": {"type": "str", "default": ""},
-                                          "revision": {"type": "str", "default": ""}},
+                                          "revision": {"type": "str", "default": ""},
+                                          "fail_incomplete": {"type": "bool", "default": False}},
                            supports_check_mode=True)
     with failures_as_sentences(module, "hf_checkpoint_status"):
         params = module.params
@@ -229,6 +236,12 @@ def main():
                 changed = True  # a marker over an incomplete checkpoint is a lie: remove it
                 if not module.check_mode:
                     os.unlink(marker)
+        if params["fail_incomplete"] and not result["complete"]:
+            module.fail_json(
+                msg="%s is not a complete copy of %s@%s: %s. Run again to resume the download; for a gated model set "
+                    "sglang_hf_token; check free space where the weights go."
+                    % (params["path"], params["repo"], params["revision"], "; ".join(result["problems"])),
+                changed=changed, **result)
         module.exit_json(changed=changed, marked=marked, **result)
 
 

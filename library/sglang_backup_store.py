@@ -99,6 +99,11 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
+lines:
+  description: One line per entry, for people (as sglang_backup_store_info returns them).
+  type: list
+  elements: str
+  returned: success
 entries:
   description: The entries, newest first, each its manifest plus name, path and current (it is the live state).
   type: list

@@ -53,6 +53,12 @@ last_proven:
   description: The newest proven entry that is not the live state (what a rollback restores), or null.
   type: str
   returned: always
+lines:
+  description: One line per entry, for people - its name, context, proof, SGLang release, C([serving now]) and
+    C([rollback default]), and why it was kept.
+  type: list
+  elements: str
+  returned: always
 corrupt:
   description: Entries skipped for a corrupt manifest, each C(name), C(path) and C(problem).
   type: list

@@ -419,11 +419,32 @@ class Store:
         return name, True, report
 
 
+def entry_lines(entries, last_proven):
+    """One line per entry, for people (playbooks/rollback.yml lists them): its name, context, proof, release, and
+    whether it serves now or is what a rollback restores by default."""
+    lines = []
+    for entry in entries:
+        proven = entry.get("proven")
+        line = "%s: context %s" % (entry.get("name"), entry.get("context_target"))
+        if proven:
+            line += ", PROVEN %s (pool %s, prompt %s tokens)" % (
+                proven.get("at"), proven.get("pool_tokens", "?"), proven.get("prompt_tokens", "?"))
+        else:
+            line += ", not proven"
+        release = (entry.get("versions") or {}).get("sglang") if isinstance(entry.get("versions"), dict) else None
+        line += ", sglang %s" % release if release else ""
+        line += " [serving now]" if entry.get("current") else ""
+        line += " [rollback default]" if entry.get("name") == last_proven else ""
+        lines.append("%s - %s" % (line, entry.get("reason", "")))
+    return lines
+
+
 def store_facts(store):
-    """What both modules return about the store: its entries, the live state's entry, the last proven one, and the
-    entries skipped for a corrupt manifest."""
+    """What both modules return about the store: its entries, the live state's entry, the last proven one, the
+    entries skipped for a corrupt manifest, and one line per entry for people."""
     entries, corrupt = store.scan()
     entries, current, last_proven = store.view(entries)[:3]
     return {"entries": entries, "current": current, "last_proven": last_proven, "corrupt": corrupt,
+            "lines": entry_lines(entries, last_proven),
             "skipped": list(store.skipped),
             "interrupted_restore": os.path.lexists(store.journal_path())}

@@ -1,17 +1,34 @@
 """A server across nodes, checked on every node before anything restarts (roles/sglang/tasks/nodes.yml): every
-node of the server is in this run's batch, and every node runs the same SGLang, kernels and checkpoint (a rank on
-other code or other weights hangs or corrupts the boot)."""
+node of the server is in this run's batch, every node runs the same SGLang, kernels and checkpoint (a rank on
+other code or other weights hangs or corrupts the boot), and the NCCL and Gloo interfaces named exist on it."""
 
 from __future__ import annotations
 
 import json
 
 
-def nodes_refusals(nodes, server, host, batch, versions, checkpoints):
+def interface_refusals(host, named, interfaces):
+    """named: sglang_nccl_socket_ifname and sglang_gloo_socket_ifname (empty ones left out); interfaces: the host's
+    (its facts). NCCL and Gloo would wait on a socket that never connects."""
+    absent = sorted({name for name in named if name} - set(interfaces or []))
+    if not absent:
+        return []
+    return ["%s has no network interface %s (sglang_nccl_socket_ifname / sglang_gloo_socket_ifname); it has %s. NCCL "
+            "and Gloo would wait on a socket that never connects; name one of those interfaces."
+            % (host, " or ".join(absent), ", ".join(sorted(interfaces or [])) or "none")]
+
+
+def nodes_refusals(nodes, server, host, batch, versions, checkpoints, named_interfaces=(), interfaces=()):
     """One sentence per problem, [] when there is none.
 
     nodes: the server's nodes in rank order; batch: the hosts of this batch of the play; versions / checkpoints:
-    {node: the versions of the runtime it installed} and {node: its checkpoint's config.json sha256}."""
+    {node: the versions of the runtime it installed} and {node: its checkpoint's config.json sha256};
+    named_interfaces / interfaces: as interface_refusals takes them."""
+    found = interface_refusals(host, named_interfaces, interfaces)
+    return _server_refusals(nodes, server, host, batch, versions, checkpoints) + found
+
+
+def _server_refusals(nodes, server, host, batch, versions, checkpoints):
     if host not in nodes:
         return ["%s spans %s (sglang_nodes), but this host %s is not one of them: all nodes of a server render, "
                 "restart and are proven together." % (server, ", ".join(nodes), host)]

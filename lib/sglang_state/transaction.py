@@ -69,7 +69,8 @@ def _render(ex, files, etc_dir, etc_group, overrides=None):
 
 def render(ex, args, run):
     """Phase 1. args: files [{src, dest, mode, group, secret}], etc_dir, etc_group, store {dir, keep, lock_owner},
-    before_manifest (the manifest of the state found on the host); run: new_run(), filled in as it goes."""
+    before_manifest (the manifest of the state found on the host), plan_args (the planned flags, said in --check);
+    run: new_run(), filled in as it goes."""
     dests = [item["dest"] for item in args["files"]]
     # The store keeps the serving state before anything is rendered; it adds nothing when an entry already holds
     # those files (digests), so a re-run writes nothing.
@@ -78,6 +79,10 @@ def render(ex, args, run):
     changed = _render(ex, args["files"], args["etc_dir"], args["etc_group"])
     noted = deploy_changes(changed, False, "", before)
     run.update(changed_this_run=noted["changed_this_run"], run_backup=noted["run_backup"])
+    if getattr(ex, "check_mode", False):  # --check stops after this phase: say what a real run would do
+        ex.say("check mode: " + ("the unit, env file or config would change, and SGLang would restart with "
+                                 + " ".join(args.get("plan_args") or []) if changed
+                                 else "the unit, env file and config are as planned: SGLang would not restart"))
     return {"phase": "render", "changed": changed or bool(before.get("changed")), "files_changed": changed,
             "run": run}
 

@@ -32,7 +32,20 @@ def test_info_reads_what_the_store_keeps_and_changes_nothing(tmp_path):
     assert rc == 0 and listed["changed"] is False and listed["current"] == added["name"]
     assert [e["name"] for e in listed["entries"]] == [added["name"]]
     assert listed["entries"][0]["context_target"] == 200000
+    assert listed["lines"] == ["%s: context 200000, not proven [serving now] - " % added["name"]]
     assert sorted(os.listdir(tmp_path / "backups")) == before
+
+
+def test_the_lines_for_people_say_the_proof_the_release_and_the_rollback_default():
+    from ansible.module_utils.sglang_store import entry_lines
+    entries = [{"name": "b", "context_target": 180000, "current": True, "reason": "deployed",
+                "versions": {"sglang": "0.5.22"}},
+               {"name": "a", "context_target": 150000, "reason": "deployed", "versions": {"sglang": "0.5.23"},
+                "proven": {"at": "2026-12-01T08:00:00Z", "pool_tokens": 150016, "prompt_tokens": 54}}]
+    assert entry_lines(entries, "a") == [
+        "b: context 180000, not proven, sglang 0.5.22 [serving now] - deployed",
+        "a: context 150000, PROVEN 2026-12-01T08:00:00Z (pool 150016, prompt 54 tokens), sglang 0.5.23 "
+        "[rollback default] - deployed"]
 
 
 def test_the_store_module_takes_no_list_state(tmp_path):

@@ -1,5 +1,6 @@
 """Every role task file a playbook includes is an entry point with a contract: an argument_specs entry that
-Ansible validates before the file's first task (a missing argument is refused by name, nothing runs)."""
+Ansible validates before the file's first task (a missing argument is refused by name, nothing runs); every other
+task file is an internal step that refuses a direct include the same way."""
 
 import glob
 import json
@@ -55,3 +56,27 @@ def test_a_restore_without_its_entry_is_refused_before_anything_runs(tmp_path):
     assert result.returncode != 0, out
     assert "_sglang_restore_name" in out and "required" in out, out
     assert "Check the entry's runtime" not in out  # restore.yml's first task never ran
+
+
+def test_every_task_file_of_the_role_is_an_entry_point_or_refuses_direct_use():
+    with open(os.path.join(REPO, "roles", "sglang", "meta", "argument_specs.yml"), encoding="utf-8") as handle:
+        specs = yaml.safe_load(handle)["argument_specs"]
+    files = {os.path.splitext(os.path.basename(p))[0] for p in glob.glob(os.path.join(REPO, "roles", "sglang",
+                                                                                       "tasks", "*.yml"))}
+    assert files <= set(specs), "task files with no argument_specs entry: %s" % sorted(files - set(specs))
+    internal = {name for name, spec in specs.items() if "_sglang_internal" in (spec.get("options") or {})}
+    assert {"install", "deploy", "prove", "rescue"} <= internal
+    assert not internal & {entry for role, entry in playbook_includes() if role == "sglang"}
+
+
+def test_an_internal_step_included_directly_is_refused_before_anything_runs(tmp_path):
+    play = tmp_path / "install.yml"
+    play.write_text(json.dumps([{"hosts": "localhost", "connection": "local", "gather_facts": False, "tasks": [
+        {"ansible.builtin.include_role": {"name": "sglang", "tasks_from": "install"}}]}]))
+    env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(REPO, "ansible.cfg"), ANSIBLE_NOCOLOR="1")
+    result = subprocess.run([os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), str(play)],
+                            cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
+    out = result.stdout + result.stderr
+    assert result.returncode != 0, out
+    assert "_sglang_internal" in out and "required" in out, out
+    assert "Find or build the runtime" not in out  # install.yml's task never ran

@@ -75,6 +75,23 @@ def test_missing_and_truncated_files_are_named(tmp_path):
     assert result["truncated"][0].startswith("model-00002-of-00003.safetensors (")
 
 
+def test_an_incomplete_checkpoint_fails_the_mark_naming_what_is_missing_and_removes_a_stale_marker(tmp_path):
+    files = checkpoint([4096, 2048])
+    del files["model-00002-of-00002.safetensors"]
+    write(tmp_path, files)
+    (tmp_path / ".sglang-download-complete").write_text("{}")
+    args = tmp_path / "args.json"
+    args.write_text(json.dumps({"ANSIBLE_MODULE_ARGS": {
+        "path": str(tmp_path), "marker": ".sglang-download-complete", "repo": "org/model", "revision": "main",
+        "fail_incomplete": True}}))
+    proc = subprocess.run([sys.executable, str(REPO_ROOT / "library/hf_checkpoint_status.py"), str(args)],
+                          capture_output=True, text=True, timeout=60)
+    out = json.loads(proc.stdout)
+    assert out["failed"] and out["msg"].startswith("%s is not a complete copy of org/model@main: " % tmp_path)
+    assert "model-00002-of-00002.safetensors" in out["msg"] and "Run again to resume the download" in out["msg"]
+    assert not (tmp_path / ".sglang-download-complete").exists()
+
+
 def test_config_json_alone_is_not_a_checkpoint(tmp_path):
     # The old check was `creates: config.json`, and config.json lands first.
     (tmp_path / "config.json").write_text("{}")
@@ -354,7 +371,8 @@ def run_download_yml(tmp_path, hub_url, target):
         "name": "Run the role's download tasks against the Hub stand-in", "hosts": "localhost",
         "connection": "local", "gather_facts": False,
         "tasks": [{"name": "Download", "ansible.builtin.include_role": {"name": "sglang", "tasks_from": "download"},
-                   "vars": {"_sglang_download_repo": "org/model", "_sglang_download_revision": "main",
+                   "vars": {"_sglang_internal": "download", "_sglang_download_repo": "org/model",
+                            "_sglang_download_revision": "main",
                             "_sglang_download_path": str(target), "sglang_user": "root",
                             "sglang_hf_token": TOKEN, "sglang_hf_token_file": str(tmp_path / "hf" / "hub" / "token"),
                             "sglang_hf_endpoint": hub_url}}]}]))

@@ -28,3 +28,10 @@ def test_another_release_or_checkpoint_on_a_node_is_named_on_both():
         (sentence,) = nodes_refusals(NODES, "ct400", host, NODES, versions, dict(SHA, **{"ct400-b": "def"}))
         assert sentence.startswith("The nodes of ct400 differ: %s has versions" % other)
         assert "checkpoint" in sentence and "re-run so that install and download converge" in sentence
+
+
+def test_an_interface_named_for_nccl_or_gloo_that_the_node_lacks_is_refused_by_name():
+    (sentence,) = nodes_refusals(NODES, "ct400", "ct400-b", NODES, SAME, SHA, ["ib0", ""], ["lo", "eth0"])
+    assert sentence.startswith("ct400-b has no network interface ib0 (sglang_nccl_socket_ifname")
+    assert "it has eth0, lo" in sentence
+    assert nodes_refusals(NODES, "ct400", "ct400-b", NODES, SAME, SHA, ["eth0", "eth0"], ["lo", "eth0"]) == []

@@ -71,7 +71,8 @@ def test_role_writes_the_run_report_on_the_controller(tmp_path):
         "        sglang_corrective_restarts: 1\n"
         "        _sglang_calibration_stored: '{{ report_facts.calibration_stored }}'\n"
         "        sglang_measured_boots: '{{ report_facts.sglang_measured_boots }}'\n"
-        "    - ansible.builtin.include_role:\n        name: sglang\n        tasks_from: report\n")
+        "    - ansible.builtin.include_role:\n        name: sglang\n        tasks_from: report\n"
+        "      vars:\n        _sglang_internal: report\n")
     result = run(str(play), "-e", "@%s" % extra)
     assert result.returncode == 0, result.stdout + result.stderr
     (folder,) = glob.glob(str(tmp_path / "reports" / "localhost" / "*"))
