@@ -107,15 +107,14 @@ def prove(ex, args, run):
     smoke["progress_file"] = args["progress_file"]
     if args["planned"]["level"] == "check":
         expect = args["planned"].get("expect") or {}
-        smoke.update(level="check", **{"expect_" + key: expect[key] for key in ("pool_tokens", "context_length")
-                                       if expect.get(key)})
+        expected = {"expect_" + key: expect[key] for key in ("pool_tokens", "context_length") if expect.get(key)}
+        smoke.update(level="check", **expected)
         answer = ex.module(SMOKE_MODULE, smoke)
     else:
         smoke.update(level="full", concurrent_requests=args.get("concurrent_requests") or 0)
         answer = _follow(ex, smoke, int(args["limit"]))
-    answer = {key: value for key, value in answer.items() if key not in ("invocation", "ansible_job_id",
-                                                                        "results_file", "started", "finished")}
-    result["smoke"] = answer
+    job_keys = ("invocation", "ansible_job_id", "results_file", "started", "finished")
+    result["smoke"] = {key: value for key, value in answer.items() if key not in job_keys}
     return result
 
 
