@@ -147,11 +147,19 @@ def _grouped_options(role, specs):
     return groups
 
 
+# An internal step's spec only refuses a direct include (roles/sglang/meta/argument_specs.yml): not a knob.
+INTERNAL = "_sglang_internal"
+
+
 def _role_section(role, specs):
     lines = ["## " + role, ""]
+    internal = [entry for entry in _entry_point_order(specs) if INTERNAL in (specs[entry].get("options") or {})]
+    specs = {entry: spec for entry, spec in specs.items() if entry not in internal}
     for entry in _entry_point_order(specs):
         summary = _prose(specs[entry].get("short_description"))
         lines.append("- entry point `%s`: %s" % (entry, summary))
+    if internal:
+        lines.append("- internal steps, refused as `tasks_from`: " + ", ".join("`%s`" % entry for entry in internal))
     lines.append("")
     groups = _grouped_options(role, specs)
     for takers, options in groups.items():
