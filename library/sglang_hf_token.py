@@ -136,8 +136,8 @@ def main():
         },
         supports_check_mode=True,
     )
-    p = module.params
     with failures_as_sentences(module, "sglang_hf_token"):
+        p = module.params
         try:
             user = pwd.getpwnam(p["owner"])
         except KeyError:

@@ -22,7 +22,9 @@ def test_every_modules_main_is_guarded(path):
     if os.path.exists(action):  # the documentation of an action, which runs on the controller: guarded there
         assert not any(isinstance(node, ast.FunctionDef) for node in tree.body), "a doc-only module runs nothing"
         text = open(action, encoding="utf-8").read()
-        assert "except transaction.PhaseFailed" in text and "except (KeyError, TypeError, ValueError" in text
+        assert "except (KeyError, TypeError, ValueError" in text  # an argument of another shape: a sentence
+        if os.path.basename(path) == "sglang_deploy.py":
+            assert "except transaction.PhaseFailed" in text
         return
     main = next(node for node in tree.body if isinstance(node, ast.FunctionDef) and node.name == "main")
     guards = [item.context_expr for node in ast.walk(main) if isinstance(node, ast.With) for item in node.items]
