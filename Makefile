@@ -76,7 +76,20 @@ molecule: venv
 core-next: venv
 	tests/core_next/run.sh
 
-test: lint collection sanity unit core-next molecule
+# Everything: the checks that need no instance run while the scenarios do (the scenarios mostly wait on their
+# instances), so the whole takes about the scenarios' time rather than the sum. Each part prints its seconds; the
+# scenarios' summary comes last. The harness is prepared first: core-next uses its Docker engine and image, and its
+# apt-get must not race chromium's.
+CHECKS := lint collection sanity unit core-next
+test: venv chromium
+	molecule/harness/prepare.sh
+	@molecule/harness/run.sh $(SCENARIOS) >.cache/molecule/lanes.out 2>&1 & lanes=$$!; checks=0; \
+	for part in $(CHECKS); do \
+	  began=$$(date +%s); $(MAKE) --no-print-directory $$part || { checks=1; echo "[test] $$part FAILED"; break; }; \
+	  echo "[test] $$part: $$(( $$(date +%s) - began )) s"; \
+	done; \
+	wait $$lanes; scenarios=$$?; cat .cache/molecule/lanes.out; \
+	[ $$checks -eq 0 ] && [ $$scenarios -eq 0 ]
 
 # Every SGLang release of the planner's table checked against its own wheel: the flag tables and the pool rules
 # (tests/contract/extract_flags.py, extract_rules.py); the wheels download once into .cache/sglang-wheels.
