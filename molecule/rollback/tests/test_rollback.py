@@ -144,7 +144,10 @@ def test_a_failed_proof_leaves_the_new_state_running_and_says_how_to_go_back(hos
 
 def test_rollback_goes_back_to_the_previous_runtime_offline(host):
     assert "index-url = http://127.0.0.1:9/simple" in read(host, "/etc/pip.conf")
-    assert host.file("/root/wheels-away/sglang-0.5.23+double-py3-none-any.whl").exists
+    # the upgrade's wheel was copied for its build and moved away; the adopted runtime's never reached the host (a
+    # wheel is copied only for a build)
+    assert host.file("/root/wheels-away/sglang-0.5.22+double-py3-none-any.whl").exists
+    assert not host.file("/root/wheels-away/sglang-0.5.23+double-py3-none-any.whl").exists
     assert read(host, "/root/wheels-after-rollback.txt").strip() == ""  # no wheel on the host at all
     # the 0.5.23+double wheel's double reports the release it impersonates, 0.5.23 (its simulated GPU's default)
     assert serving(host, "after-rollback") == (LEGACY, "0.5.23")
@@ -172,9 +175,11 @@ def test_a_rerun_after_the_journal_rotated_restarts_nothing_and_passes(host):
     assert read(host, "/root/rerun.txt").strip() == "ok restarted=False changed=False"
     before, after = read(host, "/root/rerun-invocations.txt").split()
     assert before == after
-    # it found its runtime complete (the adopted legacy venv) by its manifest, and built nothing
+    # it found its runtime complete (the adopted legacy venv) by its manifest and built nothing; its one change is
+    # the prune of the runtime nothing names
     plan = json.loads(read(host, "/root/rerun-runtime.json"))
-    assert (plan["action"], plan["path"], plan["changed"]) == ("use", LEGACY, False)
+    assert (plan["action"], plan["path"]) == ("use", LEGACY)
+    assert plan["removed"] == [RUNTIMES + "/0.5.1-000000000000"], plan["removed"]
 
 
 def test_runtimes_are_pruned_only_when_nothing_names_them(host):
