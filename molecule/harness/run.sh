@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Run `molecule test` for each scenario (all of them by default) on a machine prepared by prepare.sh,
-# MOLECULE_LANES at a time (default 3: the scenarios mostly wait on their instances, a scenario using about a
-# fifth of a core, and each has its own instance names), the longest first, and end with one plain line:
+# MOLECULE_LANES at a time (default 3; make test runs 4 beside its other checks: each scenario has its own instance
+# names, and together they keep 2 cores busy), the longest first, and end with one plain line:
 # "molecule: N passed, M failed".
 set -uo pipefail
 HERE="$(cd "$(dirname "$0")" && pwd)"
