@@ -45,15 +45,20 @@ def test_every_included_task_file_has_an_argument_specs_entry():
     assert not missing, "playbooks include task files without an argument_specs entry: %s" % missing
 
 
-def test_a_restore_without_its_entry_is_refused_before_anything_runs(tmp_path):
-    play = tmp_path / "restore.yml"
+def include_alone(tmp_path, tasks_from):
+    """ansible-playbook over a play that includes one task file of the sglang role with no variables: (rc, output)."""
+    play = tmp_path / ("%s.yml" % tasks_from)
     play.write_text(json.dumps([{"hosts": "localhost", "connection": "local", "gather_facts": False, "tasks": [
-        {"ansible.builtin.include_role": {"name": "sglang", "tasks_from": "restore"}}]}]))
+        {"ansible.builtin.include_role": {"name": "sglang", "tasks_from": tasks_from}}]}]))
     env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(REPO, "ansible.cfg"), ANSIBLE_NOCOLOR="1")
     result = subprocess.run([os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), str(play)],
                             cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
-    out = result.stdout + result.stderr
-    assert result.returncode != 0, out
+    return result.returncode, result.stdout + result.stderr
+
+
+def test_a_restore_without_its_entry_is_refused_before_anything_runs(tmp_path):
+    rc, out = include_alone(tmp_path, "restore")
+    assert rc != 0, out
     assert "_sglang_restore_name" in out and "required" in out, out
     assert "Check the entry's runtime" not in out  # restore.yml's first task never ran
 
@@ -70,13 +75,7 @@ def test_every_task_file_of_the_role_is_an_entry_point_or_refuses_direct_use():
 
 
 def test_an_internal_step_included_directly_is_refused_before_anything_runs(tmp_path):
-    play = tmp_path / "install.yml"
-    play.write_text(json.dumps([{"hosts": "localhost", "connection": "local", "gather_facts": False, "tasks": [
-        {"ansible.builtin.include_role": {"name": "sglang", "tasks_from": "install"}}]}]))
-    env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(REPO, "ansible.cfg"), ANSIBLE_NOCOLOR="1")
-    result = subprocess.run([os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), str(play)],
-                            cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
-    out = result.stdout + result.stderr
-    assert result.returncode != 0, out
+    rc, out = include_alone(tmp_path, "install")
+    assert rc != 0, out
     assert "_sglang_internal" in out and "required" in out, out
     assert "Find or build the runtime" not in out  # install.yml's task never ran
