@@ -27,8 +27,9 @@ description:
     the summary and the report read, in C(facts).
   - C(restore) puts a backup store entry back (its runtime checked on the host first, the live state kept first),
     restarts, waits and reads the boot (playbooks/rollback.yml and the rescue).
-  - C(observe), C(decide) and C(record) are the proof's - the last full proof's record and the serving process; this
-    node's proof level; after the proof, which proof ran, and after a full one the proven mark and the record
+  - C(observe), C(decide), C(prove) and C(record) are the proof's - the last full proof's record and the serving
+    process; this node's proof level; on rank 0 the check, or the full proof as an async job whose stage is said
+    every 5 s; after the proof, which proof ran, and after a full one the proven mark and the record
     (lib/sglang_state/transaction_proof.py).
   - C(look) and C(rescue) are the rescue's - the journal, the server's health and the store; then the decision, the
     restore or the stop, and the run's message (always failed) (lib/sglang_state/transaction_rescue.py).
@@ -41,7 +42,7 @@ options:
     description: The phase to run.
     type: str
     required: true
-    choices: [install, render, start, calibrate, verify, restore, observe, decide, record, look, rescue]
+    choices: [install, render, start, calibrate, verify, restore, observe, decide, prove, record, look, rescue]
   common:
     description: Settings every phase of this host shares (the role passes one dict), under the phase's own.
     type: dict
@@ -208,11 +209,23 @@ options:
     description: C(decide) - the age in days after which the full proof runs again.
     type: raw
   planned:
-    description: C(record) - the server's proof level (the full one when any node needs it).
+    description: C(prove), C(record) - the server's proof level (the full one when any node needs it).
     type: dict
   smoke:
-    description: C(record) - rank 0's proof result.
+    description: C(prove) - sglang_smoke_test's arguments (empty ones left out); C(record) - rank 0's proof result.
     type: dict
+  on_rank0:
+    description: C(prove) - whether this node serves the server's HTTP API (only rank 0 is proven).
+    type: bool
+  progress_file:
+    description: C(prove) - where the full proof keeps its stage while it runs.
+    type: path
+  concurrent_requests:
+    description: C(prove) - the short prompts the full proof sends at once (the plan's max running requests).
+    type: int
+  limit:
+    description: C(prove) - the full proof's backstop in seconds (its own deadlines end it first).
+    type: int
   live:
     description: C(record) - the live state C(decide) saw.
     type: dict

@@ -97,11 +97,11 @@ def _follow(ex, args, limit):
 
 
 def prove(ex, args, run):
-    """args: rank0 (this node serves the server's HTTP API), planned (the server's level, the same on every node),
+    """args: on_rank0 (this node serves the server's HTTP API), planned (the server's level, the same on every node),
     smoke (sglang_smoke_test's arguments; empty ones are left out), progress_file, concurrent_requests, limit.
     {smoke}: rank 0's result, failed or not (record fails with it on every node); None on the other nodes."""
     result = {"phase": "prove", "changed": False, "smoke": None, "run": run}
-    if not args["rank0"]:
+    if not args["on_rank0"]:
         return result
     smoke = {key: value for key, value in args["smoke"].items() if value is not None and value != ""}
     smoke["progress_file"] = args["progress_file"]

@@ -124,7 +124,7 @@ class ProvingHost:
         self.said.append(line)
 
 
-PROVE = {"rank0": True, "progress_file": "/run/p.json", "limit": 900, "concurrent_requests": 8,
+PROVE = {"on_rank0": True, "progress_file": "/run/p.json", "limit": 900, "concurrent_requests": 8,
          "smoke": {"url": "http://127.0.0.1:30000", "api_key": "", "context_target": 200000, "min_pool_tokens": None,
                    "prompt_tokens": "auto", "expect": ""}}
 
@@ -152,5 +152,5 @@ def test_a_job_that_outlives_its_backstop_is_a_failed_proof_and_other_nodes_prov
     ran = proof.prove(ProvingHost(tries=10**6), dict(PROVE, planned={"level": "full"}, limit=30), {})
     assert ran["smoke"]["failed"] and "did not end within 30 s" in ran["smoke"]["msg"]
     other = ProvingHost()
-    assert proof.prove(other, dict(PROVE, rank0=False, planned={"level": "full"}), {})["smoke"] is None
+    assert proof.prove(other, dict(PROVE, on_rank0=False, planned={"level": "full"}), {})["smoke"] is None
     assert other.calls == []
