@@ -79,3 +79,26 @@ def test_an_internal_step_included_directly_is_refused_before_anything_runs(tmp_
     assert rc != 0, out
     assert "_sglang_internal" in out and "required" in out, out
     assert "Find or build the runtime" not in out  # install.yml's task never ran
+
+
+def _task_file_includes(items, found):
+    for item in items or []:
+        if not isinstance(item, dict):
+            continue
+        for key in ("ansible.builtin.import_tasks", "ansible.builtin.include_tasks", "import_tasks", "include_tasks"):
+            if isinstance(item.get(key), str):
+                found.append(os.path.splitext(item[key])[0])
+        for key in ("block", "rescue", "always"):
+            _task_file_includes(item.get(key), found)
+    return found
+
+
+def test_inside_the_role_each_task_file_is_included_from_one_place():
+    # playbooks may include an entry point too (inspect, smoke): an entry point is shared, an internal step is not
+    found = []
+    for path in sorted(glob.glob(os.path.join(REPO, "roles", "sglang", "tasks", "*.yml"))):
+        with open(path, encoding="utf-8") as handle:
+            _task_file_includes(yaml.safe_load(handle), found)
+    twice = sorted({name for name in found if found.count(name) > 1})
+    assert not twice, "task files included from more than one place in the role: %s" % twice
+    assert "deploy" in found and "prove" in found  # the walk sees nested blocks
