@@ -6,9 +6,10 @@ kernel wheels and sources and the host's python make a digest, and the runtime l
 touches its folder), checked (versions, torch's CUDA build and GPUs, the kernels' imports) and only then marked
 complete; the unit names it when the deploy renders it, so a restored unit switches the code too.
 
-A re-run with the same package set is one module call: a controller-side wheel enters the digest by the sha256 the
-controller reads (the executor's controller_sha256), so a complete runtime is found by its manifest without copying
-anything, and its versions come from the manifest, with no pip and no python started. Wheels are copied to the host
+A re-run with the same package set finds it with one module call (then the service user and the prune): a
+controller-side wheel enters the digest by the sha256 the controller reads (the executor's controller_sha256), so a
+complete runtime is found by its manifest without copying anything, and its versions come from that same call's read
+of the manifest, with no pip and no python started. Wheels are copied to the host
 only for a build. A host deployed before runtimes (its single sglang_venv) keeps that venv as its first runtime
 when it holds exactly the asked versions (adopted, recorded, nothing reinstalled); it is never modified again.
 
@@ -115,12 +116,14 @@ def install(ex, args):
     user = {"name": args["user"], "system": True, "home": args["home"], "create_home": True,
             "shell": "/usr/sbin/nologin"}
     changed = bool(succeeded(ex.module("ansible.builtin.user", user), "the service user").get("changed")) or changed
-    versions = {}
+    # the plan read a runtime it found (its manifest, or the legacy venv it adopts); a new build is read once built
+    versions = plan.get("versions") or {}
     if not (ex.check_mode and action == "build"):  # nothing was built in check mode: nothing to read
-        read = succeeded(ex.module(RUNTIME_MODULE, {"state": "versions", "dir": args["dir"], "path": path,
-                                                    "names": args["names"]}, check_mode=False),
-                         "reading the runtime's versions")
-        versions = read["versions"]
+        if action == "build":
+            read = succeeded(ex.module(RUNTIME_MODULE, {"state": "versions", "dir": args["dir"], "path": path,
+                                                        "names": args["names"]}, check_mode=False),
+                             "reading the runtime's versions")
+            versions = read["versions"]
         _check_versions(versions, args, path)
         # torch and the kernels import as they did when the serving state was proven, unless this run built or
         # adopted a runtime or the serving process is not the proven one (a driver change reboots; a restart re-reads)

@@ -40,8 +40,10 @@ class FakeHost:
         if name == runtime_install.RUNTIME_MODULE and state is None:
             self.plan_args = args
             path = ARGS["legacy"] if self.action == "adopt" else ARGS["dir"] + "/0.5.23-0123456789ab"
+            # the plan reads the versions of a runtime it finds (its manifest, or the legacy venv it adopts)
             return {"changed": False, "action": self.action, "path": path, "name": "0.5.23-0123456789ab",
-                    "digest": "0123456789ab" * 5, "set": {}, "removed": [], "serving": {"path": path}}
+                    "digest": "0123456789ab" * 5, "set": {}, "removed": [], "serving": {"path": path},
+                    "versions": {} if self.action == "build" else self.versions}
         if state == "versions":
             assert check_mode is False  # a read that runs in --check too
             return {"versions": self.versions}
@@ -62,7 +64,8 @@ def test_a_rerun_finds_its_runtime_complete_copies_nothing_and_checks_nothing():
     assert host.copied == []
     # the controller's digest of the local wheel named in the plan's arguments, so the host copy is not needed
     assert host.plan_args["wheel_sha256"] == {"sglang-0.5.23-py3-none-any.whl": SHA}
-    assert names(host) == ["sglang_runtime", "ansible.builtin.user", "sglang_runtime:versions", "sglang_runtime:prune"]
+    # the plan's read of the manifest is the only read of the versions
+    assert names(host) == ["sglang_runtime", "ansible.builtin.user", "sglang_runtime:prune"]
     assert result["versions"] == VERSIONS and result["action"] == "use" and result["changed"] is True  # the user
 
 
