@@ -7,8 +7,6 @@ unit and the host's stored calibrations through the connection. Its documentatio
 
 from __future__ import annotations
 
-import base64
-import binascii
 import json
 import os
 import sys
@@ -22,9 +20,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.realpath(__file__)), os.
 
 from sglang_report.report import calibration_source, write_run_report  # noqa: E402
 from sglang_report.summary import summary_lines  # noqa: E402
-
-# The unit and a calibration fact are a few KiB; anything much larger is not one of ours.
-READ_LIMIT = 1 << 20
+from sglang_state.transaction import slurped  # noqa: E402
 
 
 class ActionModule(ActionBase):
@@ -33,13 +29,9 @@ class ActionModule(ActionBase):
 
     def _read(self, path, task_vars):
         """A file on the host as text, or '' when it cannot be read (the report says what it lacks)."""
-        read = self._execute_module(module_name="ansible.legacy.slurp", module_args={"src": path},
-                                    task_vars=task_vars)
-        try:
-            data = base64.b64decode(read.get("content") or "") if not read.get("failed") else b""
-        except (binascii.Error, ValueError):
-            data = b""
-        return data[:READ_LIMIT].decode("utf-8", "replace")
+        data = slurped(self._execute_module(module_name="ansible.legacy.slurp", module_args={"src": path},
+                                            task_vars=task_vars))
+        return (data or b"").decode("utf-8", "replace")
 
     def run(self, tmp=None, task_vars=None):
         task_vars = task_vars or {}

@@ -20,6 +20,9 @@ PhaseFailed with one sentence; the action returns it as a failed result with `ru
 
 from __future__ import annotations
 
+import base64
+import binascii
+
 import sglang_kvplan
 
 from sglang_state.correction import correction
@@ -47,6 +50,23 @@ def succeeded(result, what):
         message = (result or {}).get("msg") if isinstance(result, dict) else None
         raise PhaseFailed("%s: %s" % (what, message or "failed"))
     return result
+
+
+# A file the role reads back through slurp (a proof record, a unit, a calibration fact) is a few KiB; anything much
+# larger is not one of ours.
+SLURP_LIMIT = 1 << 20
+
+
+def slurped(result):
+    """A slurp result's content as bytes; None when the read failed, the content is not base64 or is over
+    SLURP_LIMIT."""
+    if not isinstance(result, dict) or result.get("failed") or not result.get("content"):
+        return None
+    try:
+        data = base64.b64decode(result["content"])
+    except (binascii.Error, ValueError, TypeError):
+        return None
+    return data if len(data) <= SLURP_LIMIT else None
 
 
 def _store(ex, store, files, **args):
@@ -79,7 +99,7 @@ def render(ex, args, run):
     changed = _render(ex, args["files"], args["etc_dir"], args["etc_group"])
     noted = deploy_changes(changed, False, "", before)
     run.update(changed_this_run=noted["changed_this_run"], run_backup=noted["run_backup"])
-    if getattr(ex, "check_mode", False):  # --check stops after this phase: say what a real run would do
+    if ex.check_mode:  # --check stops after this phase: say what a real run would do
         ex.say("check mode: " + ("the unit, env file or config would change, and SGLang would restart with "
                                  + " ".join(args.get("plan_args") or []) if changed
                                  else "the unit, env file and config are as planned: SGLang would not restart"))

@@ -14,26 +14,18 @@ its stage prints every few seconds):
 
 from __future__ import annotations
 
-import base64
-import binascii
 import json
 
 from sglang_state.proof_level import ProofLevelError, live_state, proof_level, proof_ran, proof_record, serving_process
-from sglang_state.transaction import STORE_MODULE, PhaseFailed, succeeded
-
-# A record is a few hundred bytes; anything much larger is not one of ours.
-RECORD_LIMIT = 1 << 20
+from sglang_state.transaction import STORE_MODULE, PhaseFailed, slurped, succeeded
 
 
 def _record(ex, path):
     """The last full proof's record, or {} when there is none or it is unreadable (then the proof is the full one)."""
-    read = ex.module("ansible.builtin.slurp", {"src": path})
-    if read.get("failed") or not read.get("content"):
-        return {}
+    data = slurped(ex.module("ansible.builtin.slurp", {"src": path}))
     try:
-        data = base64.b64decode(read["content"])
-        value = json.loads(data) if len(data) <= RECORD_LIMIT else None
-    except (binascii.Error, ValueError, RecursionError):
+        value = json.loads(data) if data is not None else None
+    except (ValueError, RecursionError):
         return {}
     return value if isinstance(value, dict) else {}
 

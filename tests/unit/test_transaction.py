@@ -29,6 +29,7 @@ class FakeHost:
         self.ready, self.running, self.failed_unit, self.journal_text = ready, running, failed_unit, journal
         self.calls, self.said, self.snapshots, self.facts_file = [], [], [], None
         self.store_ops, self.runtimes = [], dict(runtimes or {})
+        self.check_mode = False  # the executor's --check (the render phase says what a real run would do)
 
     def module(self, name, args, secret=False):
         self.calls.append(name if name != "ansible.builtin.command" else " ".join(args["argv"][:2]))
@@ -325,3 +326,17 @@ def test_a_restore_keeps_the_live_state_first_puts_the_entry_back_and_serves_it(
     node = rescue_node({"status": 200}, [], None, "", "the proof failed")
     assert rescue_action(node, {"ct200": []}, rolling_back=bool(run.get("restored")),
                          rescue_from="proof")["action"] == "none"
+
+
+def test_check_mode_says_whether_sglang_would_restart_with_which_flags():
+    planned = plan_for(dict(KIMI, pre_load_avail_gib=TRUE_P, post_load_avail_gib=TRUE_A))["plan"]
+    host = FakeHost()
+    host.task_plan, host.check_mode = planned, True
+    rendered = transaction.render(host, dict(render_args(), plan_args=planned["args"]), transaction.new_run())
+    assert rendered["files_changed"]
+    assert host.said == ["check mode: the unit, env file or config would change, and SGLang would restart with "
+                         + " ".join(planned["args"])]
+    same = FakeHost(files={item["dest"]: "%s %s" % (item["src"], " ".join(planned["args"])) for item in FILES})
+    same.task_plan, same.check_mode = planned, True
+    transaction.render(same, dict(render_args(), plan_args=planned["args"]), transaction.new_run())
+    assert same.said == ["check mode: the unit, env file and config are as planned: SGLang would not restart"]
