@@ -158,8 +158,7 @@ def main():
             content = (p["token"] + "\n").encode("utf-8")
             write = file_differs(p["path"], content, user.pw_uid)
             if write and not module.check_mode:
-                write_atomic(p["path"], content, 0o600)
-                os.chown(p["path"], user.pw_uid, user.pw_gid)
+                write_atomic(p["path"], content, 0o600, (user.pw_uid, user.pw_gid))
         except (OSError, ValueError) as error:
             module.fail_json(msg="The Hub token file %s (sglang_hf_token_file): %s" % (p["path"], error))
         module.exit_json(changed=bool(set_folders) or write, folders=set_folders)

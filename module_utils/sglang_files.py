@@ -98,10 +98,11 @@ def _replace_with(path, fill, mode=None, owner=None):
         raise
 
 
-def write_atomic(path, content, mode=None):
-    """Replace path with content (str or bytes); mode, when given, is set before the file takes its place."""
+def write_atomic(path, content, mode=None, owner=None):
+    """Replace path with content (str or bytes); mode and owner (uid, gid), when given, are set before the file
+    takes its place."""
     data = content.encode("utf-8") if isinstance(content, str) else content
-    _replace_with(path, lambda out: out.write(data), mode)
+    _replace_with(path, lambda out: out.write(data), mode, owner)
 
 
 def copy_atomic(src, dest):
