@@ -178,7 +178,7 @@ class ActionModule(ActionBase):
         except transaction.PhaseFailed as failure:
             result = {"phase": phase, "failed": True, "msg": str(failure),
                       "changed": bool(run.get("changed_this_run")), "run": run}
-        except (KeyError, TypeError, ValueError, AttributeError, OSError) as error:
+        except (KeyError, TypeError, ValueError, AttributeError) as error:
             # an argument the role passes in another shape: a sentence, not a traceback
             result = {"phase": phase, "failed": True, "changed": bool(run.get("changed_this_run")), "run": run,
                       "msg": "sglang_deploy (phase %s): an argument is missing or of the wrong kind: %s: %s"
