@@ -1,8 +1,9 @@
 """Action: one phase of the deploy transaction (lib/sglang_state/transaction.py) on this host.
 
 The transaction is plain Python over an executor; this plugin is the executor Ansible gives it: modules run on the
-host through _execute_module, files are rendered and copied by Ansible's own template and copy actions (so --check
-and --diff behave as for those tasks), and progress lines go to the controller's display. Its documentation is
+host through _execute_module, the server's files are rendered on the controller by Ansible's template lookup and put
+in place by one module call (sglang_service_files: its --check and --diff behave as the template action's), other
+files are copied by Ansible's copy action, and progress lines go to the controller's display. Its documentation is
 library/sglang_deploy.py (ansible-doc sglang_deploy).
 """
 
@@ -34,7 +35,7 @@ _BEGIN = ("render", "restore", "observe")
 
 
 class _Executor:
-    """The transaction's view of the host: module(), template(), copy(), say(), now(), to_json()."""
+    """The transaction's view of the host: module(), render_template(), copy(), say(), now(), to_json()."""
 
     def __init__(self, action, task_vars, host):
         self._action, self._task_vars, self._host = action, task_vars, host
@@ -55,6 +56,11 @@ class _Executor:
         finally:
             task.no_log, task.check_mode = logged, checking
         self.warnings.extend(result.pop("warnings", None) or [])
+        # a module's diff is what --diff shows (our modules never put a key in one: sglang_service_files leaves
+        # out the files sent as secret_content)
+        diff = result.pop("diff", None)
+        if diff:
+            self.diffs.extend(diff if isinstance(diff, list) else [diff])
         if secret:
             result.pop("invocation", None)
         return result
@@ -86,13 +92,12 @@ class _Executor:
             shared_loader_obj=self._action._shared_loader_obj)
         return action.run(task_vars=task_vars)
 
-    def template(self, args, secret=False, overrides=None):
-        task_vars = dict(self._task_vars, **(overrides or {}))
-        result = self._run_action("ansible.legacy.template", args, task_vars, secret)
-        diff = result.pop("diff", None)
-        if diff and not secret:  # the env file and the config may hold keys: never shown
-            self.diffs.extend(diff if isinstance(diff, list) else [diff])
-        return result
+    def render_template(self, src, overrides=None):
+        """A role template rendered on the controller, as Ansible's template lookup renders it (the role's
+        templates/ folder, ansible_managed); overrides: variables that take the place of the task's."""
+        lookup = self._action._shared_loader_obj.lookup_loader.get(
+            "ansible.builtin.template", loader=self._action._loader, templar=self._action._templar)
+        return lookup.run([src], variables=dict(self._task_vars, **(overrides or {})))[0]
 
     def copy(self, args):
         result = self._run_action("ansible.legacy.copy", args, self._task_vars)
@@ -123,9 +128,10 @@ class _Executor:
 
 
 class ActionModule(ActionBase):
-    # One temporary folder for the phase, shared by the template and copy actions it drives (each would make and
-    # remove its own otherwise: measured slower, tests/benchmarks/bench_rerun.py).
-    TRANSFERS_FILES = True
+    # No temporary folder on the host for the phase: its modules run pipelined (through the connection's stdin), and
+    # the copy action it drives for a wheel, a calibration or a proof record makes its own only when it copies.
+    # Making and removing one cost two round trips a phase (tests/benchmarks/bench_rerun.py).
+    TRANSFERS_FILES = False
     _requires_connection = True
 
     def run(self, tmp=None, task_vars=None):

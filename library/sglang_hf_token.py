@@ -67,7 +67,7 @@ import stat  # noqa: E402
 
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402
 from ansible.module_utils.sglang_errors import failures_as_sentences  # noqa: E402
-from ansible.module_utils.sglang_files import write_atomic  # noqa: E402
+from ansible.module_utils.sglang_files import ensure_folder, write_atomic  # noqa: E402
 
 
 def dirs_below(home, path):
@@ -89,26 +89,6 @@ def folders(path, home, etc_dir):
     if folder.rstrip("/") == etc_dir.rstrip("/"):
         return [(folder, "root", 0o750, False)]
     return [(os.path.dirname(folder), "user", 0o700, True), (folder, "user", 0o700, True)]
-
-
-def ensure_folder(folder, uid, gid, mode, check_mode):
-    """True when the folder was (or would be) created or set to this owner, group and mode."""
-    try:
-        status = os.lstat(folder)
-    except FileNotFoundError:
-        if not check_mode:
-            os.mkdir(folder, mode)
-            os.chown(folder, uid, gid)
-            os.chmod(folder, mode)
-        return True
-    if not stat.S_ISDIR(status.st_mode):
-        raise ValueError("%s is not a folder (a file or a link): the Hub token file cannot go below it" % folder)
-    if (status.st_uid, status.st_gid, stat.S_IMODE(status.st_mode)) == (uid, gid, mode):
-        return False
-    if not check_mode:
-        os.chown(folder, uid, gid)
-        os.chmod(folder, mode)
-    return True
 
 
 def file_differs(path, content, uid):

@@ -105,6 +105,27 @@ def write_atomic(path, content, mode=None, owner=None):
     _replace_with(path, lambda out: out.write(data), mode, owner)
 
 
+def ensure_folder(folder, uid, gid, mode, check_mode):
+    """True when the folder was (or, in check mode, would be) created or set to this owner, group and mode.
+    ValueError when the path is something else (a file or a link): nothing goes below it."""
+    try:
+        status = os.lstat(folder)
+    except FileNotFoundError:
+        if not check_mode:
+            os.mkdir(folder, mode)
+            os.chown(folder, uid, gid)
+            os.chmod(folder, mode)
+        return True
+    if not stat.S_ISDIR(status.st_mode):
+        raise ValueError("%s is not a folder (a file or a link)" % folder)
+    if (status.st_uid, status.st_gid, stat.S_IMODE(status.st_mode)) == (uid, gid, mode):
+        return False
+    if not check_mode:
+        os.chown(folder, uid, gid)
+        os.chmod(folder, mode)
+    return True
+
+
 def copy_atomic(src, dest):
     """Replace dest with a copy of src, keeping src's mode and owner."""
     def fill(out):

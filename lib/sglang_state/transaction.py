@@ -31,6 +31,7 @@ from sglang_state.restarts import deploy_changes, peer_restart, server_boot
 STORE_MODULE = "sglang_backup_store"
 WAIT_MODULE = "sglang_wait_ready"
 BOOT_MODULE = "sglang_boot_facts"
+FILES_MODULE = "sglang_service_files"
 POLL_S = 8
 
 
@@ -74,17 +75,18 @@ def _store(ex, store, files, **args):
 
 
 def _render(ex, files, etc_dir, etc_group, overrides=None):
-    """Render the service's files; True when any changed. The unit's diff is shown with --diff; the env file and
-    the config may hold keys: rendered without diff or log (the executor's `secret`)."""
-    folder = {"path": etc_dir, "state": "directory", "owner": "root", "group": etc_group, "mode": "0750"}
-    succeeded(ex.module("ansible.builtin.file", folder), "the service's folder")
-    changed = False
+    """Render the service's files on the controller and put them in place in one module call: (a file changed,
+    the folder changed). The unit's diff is shown with --diff; the env file and the config may hold keys: sent as
+    secret_content (never logged, no diff), and the call runs with no_log (the executor's `secret`)."""
+    folder = {"path": etc_dir, "owner": "root", "group": etc_group, "mode": "0750"}
+    sent = []
     for item in files:
-        result = ex.template({"src": item["src"], "dest": item["dest"], "mode": item["mode"], "owner": "root",
-                              "group": item.get("group", "root")}, secret=bool(item.get("secret")),
-                             overrides=overrides)
-        changed = succeeded(result, "rendering %s" % item["dest"]).get("changed", False) or changed
-    return changed
+        text = ex.render_template(item["src"], overrides)
+        sent.append({"dest": item["dest"], "mode": item["mode"], "owner": "root", "group": item.get("group", "root"),
+                     ("secret_content" if item.get("secret") else "content"): text})
+    result = succeeded(ex.module(FILES_MODULE, {"folder": folder, "files": sent}, secret=True),
+                       "putting the server's files in place")
+    return bool(result.get("changed_files")), bool(result.get("folder_changed"))
 
 
 def render(ex, args, run):
@@ -96,14 +98,15 @@ def render(ex, args, run):
     # those files (digests), so a re-run writes nothing.
     before = _store(ex, args["store"], dests, state="snapshot", manifest=args["before_manifest"])
     run["before"] = {"name": before.get("name"), "entries": before.get("entries") or []}
-    changed = _render(ex, args["files"], args["etc_dir"], args["etc_group"])
+    changed, folder_changed = _render(ex, args["files"], args["etc_dir"], args["etc_group"])
     noted = deploy_changes(changed, False, "", before)
     run.update(changed_this_run=noted["changed_this_run"], run_backup=noted["run_backup"])
     if ex.check_mode:  # --check stops after this phase: say what a real run would do
         ex.say("check mode: " + ("the unit, env file or config would change, and SGLang would restart with "
                                  + " ".join(args.get("plan_args") or []) if changed
                                  else "the unit, env file and config are as planned: SGLang would not restart"))
-    return {"phase": "render", "changed": changed or bool(before.get("changed")), "files_changed": changed,
+    return {"phase": "render", "changed": changed or folder_changed or bool(before.get("changed")),
+            "files_changed": changed,
             "run": run}
 
 
@@ -264,7 +267,7 @@ def calibrate(ex, args, run):
                calibration["post_load_avail_gib"], planned["plan"]["explanation"]))
     run["corrective_restarts"] += 1
     overrides = {"sglang_kv_plan_result": planned["plan"], "sglang_kv_spec": planned["spec"]}
-    changed = _render(ex, args["files"], args["etc_dir"], args["etc_group"], overrides)
+    changed, _folder = _render(ex, args["files"], args["etc_dir"], args["etc_group"], overrides)
     if changed:
         manifest = dict(args["state_manifest"], plan=planned["plan"].get("explanation", ""),
                         calibrated=bool(planned["plan"].get("calibrated")))

@@ -44,8 +44,18 @@ class FakeHost:
             name = "old" if len(self.snapshots) == 1 else "entry%d" % len(self.snapshots)
             return {"changed": name != "old", "name": name,
                     "entries": [{"name": "old", "path": "/b/old", "current": True}]}
-        if name == "ansible.builtin.file":
+        if name == "ansible.builtin.file":  # the local facts folder
             return {"changed": False}
+        if name == transaction.FILES_MODULE:
+            assert secret  # the env file and the config hold keys: the call is never logged
+            written = []
+            for item in args["files"]:
+                content = item.get("content", item.get("secret_content"))
+                assert ("secret_content" in item) == any(f["dest"] == item["dest"] and f.get("secret") for f in FILES)
+                if self.files.get(item["dest"]) != content:
+                    self.files[item["dest"]] = content
+                    written.append(item["dest"])
+            return {"changed": bool(written), "changed_files": written, "folder_changed": False}
         if name == "ansible.builtin.command":
             verb = args["argv"][1]
             if verb == "is-failed":
@@ -75,12 +85,9 @@ class FakeHost:
             return {"path": runtime["path"], "versions": runtime["versions"]}
         raise AssertionError("unexpected module %s" % name)
 
-    def template(self, args, secret=False, overrides=None):
+    def render_template(self, src, overrides=None):
         plan = (overrides or {}).get("sglang_kv_plan_result") or self.task_plan
-        content = "%s %s" % (args["src"], " ".join(plan["args"]))
-        changed = self.files.get(args["dest"]) != content
-        self.files[args["dest"]] = content
-        return {"changed": changed}
+        return "%s %s" % (src, " ".join(plan["args"]))
 
     def copy(self, args):
         self.facts_file = json.loads(args["content"])
