@@ -6,6 +6,7 @@ missing (a rollback has no plan, a failed boot no proof); the report says "not r
 
 import base64
 import glob
+import hashlib
 import html
 import json
 import os
@@ -228,14 +229,27 @@ def measured_tradeoff(report):
     return lines
 
 
-def picture(facts, title):
-    """(png bytes, curve data) for the plan in `facts`, or (None, None) without a plan."""
+PICTURE = "picture.png"
+
+
+def picture(facts, title, previous_dir=None, previous=None):
+    """(png bytes, curve data, key) for the plan in `facts`, or (None, None, None) without a plan. The key is the
+    digest of what the picture shows: when the previous report (in previous_dir) drew the same, its PNG is taken
+    as it is - a re-run that changed nothing draws nothing (matplotlib's import and drawing cost most of the
+    report's time)."""
     spec, plan = facts.get("sglang_kv_spec"), facts.get("sglang_kv_plan_result")
     if not spec or not plan:
-        return None, None
+        return None, None, None
     data = curves(spec, plan, measured_boots(facts))
+    key = hashlib.sha256(json.dumps([data, title], sort_keys=True, default=str).encode("utf-8")).hexdigest()
+    if previous_dir and ((previous or {}).get("picture") or {}).get("key") == key:
+        try:
+            with open(os.path.join(previous_dir, PICTURE), "rb") as handle:
+                return handle.read(), data, key
+        except OSError:
+            pass  # drawn again below
     png, _fig = draw(data, title)
-    return png, data
+    return png, data, key
 
 
 def _fmt(value, digits=None):
@@ -372,16 +386,20 @@ def calibration_source(plan, corrective_restarts, in_use, inventory, fact):
 
 
 def write_run_report(facts, root, stamp, generated_at):
-    """reports/<host>/<stamp>/report.json + report.html; returns the folder."""
+    """reports/<host>/<stamp>/report.json + report.html (+ picture.png, the picture it embeds); returns the folder."""
     host_dir = os.path.join(root, facts.get("host") or "unknown-host")
     out = os.path.join(host_dir, stamp)
     previous_path, previous = previous_report(host_dir, exclude=out)
     report = build_report(facts, generated_at, previous, previous_path)
-    png, data = picture(facts, "%s: %s" % (report["host"], _fmt(report["plan"].get("explanation"))))
+    png, data, key = picture(facts, "%s: %s" % (report["host"], _fmt(report["plan"].get("explanation"))),
+                             os.path.dirname(previous_path) if previous_path else None, previous)
     if data:
-        report["picture"] = {"ceiling": data["ceiling"], "measured": data["measured"],
+        report["picture"] = {"ceiling": data["ceiling"], "measured": data["measured"], "key": key,
                              "tradeoff": {k: v for k, v in data["tradeoff"].items() if not isinstance(v, list)}}
     os.makedirs(out, exist_ok=True)
+    if png:
+        with open(os.path.join(out, PICTURE), "wb") as handle:
+            handle.write(png)
     with open(os.path.join(out, "report.json"), "w", encoding="utf-8") as handle:
         json.dump(report, handle, indent=2, sort_keys=True, default=str)
         handle.write("\n")

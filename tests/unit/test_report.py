@@ -247,3 +247,25 @@ def test_the_calibration_source_says_where_the_plan_s_calibration_came_from(plan
     from sglang_report.report import calibration_source
     said = calibration_source(plan, corrective, in_use, {"pre_load_avail_gib": 85.0}, "sglang_calibration")
     assert said.startswith(says)
+
+
+def test_a_picture_that_shows_the_same_is_taken_from_the_previous_report_not_drawn_again(facts, tmp_path,
+                                                                                       monkeypatch):
+    first = write_run_report(facts, str(tmp_path), "20261129T100500Z", "2026-11-29T10:05:00+00:00")
+    with open(os.path.join(first, "picture.png"), "rb") as handle:
+        drawn_png = handle.read()
+
+    def no_drawing(data, title):
+        raise AssertionError("drawn again although the previous report shows the same picture")
+
+    monkeypatch.setattr("sglang_report.report.draw", no_drawing)
+    facts["sglang_smoke"] = dict(facts["sglang_smoke"], prefill_tokens_per_s=400000.0)  # not on the picture
+    again = write_run_report(facts, str(tmp_path), "20261130T090000Z", "2026-11-30T09:00:00+00:00")
+    with open(os.path.join(again, "picture.png"), "rb") as handle:
+        assert handle.read() == drawn_png
+    with open(os.path.join(again, "report.html"), encoding="utf-8") as handle:
+        assert base64.b64encode(drawn_png).decode() in handle.read()
+    # another plan is another picture: drawn
+    facts["sglang_kv_plan_result"] = dict(facts["sglang_kv_plan_result"], explanation="another plan")
+    with pytest.raises(AssertionError, match="drawn again"):
+        write_run_report(facts, str(tmp_path), "20261201T090000Z", "2026-12-01T09:00:00+00:00")
