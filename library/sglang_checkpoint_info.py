@@ -28,6 +28,11 @@ options:
     description: The variable that names the folder's Hub repository, for the messages.
     type: str
     default: sglang_model_hf_repo
+  missing_ok:
+    description: When C(config.json) is not there, return RV(found=false) instead of failing (a look before the
+      deploy fetches the checkpoint).
+    type: bool
+    default: false
 notes:
   - Supports check mode (it only reads).
 """
@@ -40,17 +45,21 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
+found:
+  description: Whether C(config.json) is there (false only with O(missing_ok); nothing else is returned then).
+  returned: success
+  type: bool
 config:
   description: config.json's content.
-  returned: success
+  returned: when found
   type: dict
 sha256:
   description: config.json's sha256.
-  returned: success
+  returned: when found
   type: str
 gib:
   description: The checkpoint's size in GiB (the index's total_size, else the safetensors files').
-  returned: success
+  returned: when found
   type: float
 """
 
@@ -103,12 +112,15 @@ def checkpoint_gib(path):
 def main():
     module = AnsibleModule(argument_spec={"path": {"type": "path", "required": True},
                                           "knob": {"type": "str", "default": "sglang_model_path"},
-                                          "repo_knob": {"type": "str", "default": "sglang_model_hf_repo"}},
+                                          "repo_knob": {"type": "str", "default": "sglang_model_hf_repo"},
+                                          "missing_ok": {"type": "bool", "default": False}},
                            supports_check_mode=True)
     with failures_as_sentences(module, "sglang_checkpoint_info"):
         p = module.params
         config_path = os.path.join(p["path"], "config.json")
         if not os.path.lexists(config_path):
+            if p["missing_ok"]:
+                module.exit_json(changed=False, found=False)
             module.fail_json(msg="%s: %s is missing. Pre-stage the checkpoint there, or name its Hub repository (%s, "
                                  "and sglang_hf_token for a gated model) to fetch it."
                                  % (p["knob"], config_path, p["repo_knob"]))
@@ -120,7 +132,7 @@ def main():
         except (OSError, ValueError) as error:
             module.fail_json(msg="%s: %s. Check the checkpoint in %s (a complete copy of its repository)."
                                  % (p["knob"], getattr(error, "strerror", None) or error, p["path"]))
-        module.exit_json(changed=False, config=config, sha256=sha256, gib=gib)
+        module.exit_json(changed=False, found=True, config=config, sha256=sha256, gib=gib)
 
 
 if __name__ == "__main__":
