@@ -26,6 +26,7 @@ import binascii
 import sglang_kvplan
 
 from sglang_state.correction import correction
+from sglang_state.proof_level import serving_process
 from sglang_state.restarts import deploy_changes, peer_restart, server_boot
 
 STORE_MODULE = "sglang_backup_store"
@@ -110,6 +111,23 @@ def render(ex, args, run):
             "run": run}
 
 
+# What start() and the proof read of the unit in one `systemctl show`: whether it failed or is not running or not
+# enabled, and which process serves (proof_level.serving_process).
+UNIT_PROPERTIES = ("ActiveState", "UnitFileState", "InvocationID", "MainPID", "ExecMainStartTimestamp")
+
+
+def show_unit(ex, service):
+    """The unit's UNIT_PROPERTIES as systemctl prints them ("Key=value" lines)."""
+    argv = ["systemctl", "show", service]
+    for name in UNIT_PROPERTIES:
+        argv += ["-p", name]
+    return str(ex.module("ansible.builtin.command", {"argv": argv}).get("stdout") or "").splitlines()
+
+
+def _properties(lines):
+    return dict(line.partition("=")[::2] for line in lines if "=" in line)
+
+
 def _systemctl(ex, verb, service):
     return ex.module("ansible.builtin.command", {"argv": ["systemctl", verb, service]})
 
@@ -123,6 +141,7 @@ def _restart(ex, service, run):
     succeeded(ex.module("ansible.builtin.systemd_service", unit), "restarting %s" % service)
     run["starts"] += 1
     run["restarted_this_run"] = True
+    run.pop("process", None)  # another process serves now: the proof reads it
 
 
 def _wait(ex, wait, multinode):
@@ -173,12 +192,17 @@ def start(ex, args, run):
     if args["files_changed"]:
         _store(ex, args["store"], [item["dest"] for item in args["files"]], state="snapshot",
                manifest=args["state_manifest"])
-    failed = str(_systemctl(ex, "is-failed", service).get("stdout", "")).strip() == "failed"
-    if args["files_changed"] or peers["restart"] or failed:
+    shown = show_unit(ex, service)
+    unit = _properties(shown)
+    if args["files_changed"] or peers["restart"] or unit.get("ActiveState") == "failed":
         _restart(ex, service, run)
+    elif unit.get("ActiveState") == "active" and unit.get("UnitFileState") == "enabled":
+        # running and enabled, its files as they were: nothing to start, and the process read is the serving one
+        run["process"] = serving_process(shown)["process"]
     else:
-        unit = {"name": service, "state": "started", "enabled": True}
-        started = succeeded(ex.module("ansible.builtin.systemd_service", unit), "starting %s" % service)
+        started = succeeded(ex.module("ansible.builtin.systemd_service",
+                                      {"name": service, "state": "started", "enabled": True}),
+                            "starting %s" % service)
         run["restarted_this_run"] = run["restarted_this_run"] or bool(started.get("changed"))
     ready = _wait(ex, args["wait"], multinode)
     run["ready_elapsed_s"] = ready.get("elapsed_s")

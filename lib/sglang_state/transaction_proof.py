@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 
 from sglang_state.proof_level import ProofLevelError, live_state, proof_level, proof_ran, proof_record, serving_process
-from sglang_state.transaction import STORE_MODULE, PhaseFailed, slurped, succeeded
+from sglang_state.transaction import STORE_MODULE, PhaseFailed, show_unit, slurped, succeeded
 
 
 def _record(ex, path):
@@ -31,9 +31,7 @@ def _record(ex, path):
 
 
 def _process(ex, service, record):
-    shown = ex.module("ansible.builtin.command", {"argv": ["systemctl", "show", service, "-p", "InvocationID",
-                                                           "-p", "MainPID", "-p", "ExecMainStartTimestamp"]})
-    return serving_process(str(shown.get("stdout") or "").splitlines(), record)
+    return serving_process(show_unit(ex, service), record)
 
 
 def observe(ex, args):
@@ -45,8 +43,10 @@ def observe(ex, args):
 
 def decide(ex, args, run):
     """args: record (observe's), service, versions, runtime_changed, context_target, asked, reprove_after_days.
-    run: the deploy's (its flags and the store snapshot it took; {} after a restore's run record)."""
-    serving = _process(ex, args["service"], args.get("record") or {})
+    run: the deploy's (its flags, the store snapshot it took, and the serving process when its start phase found it
+    running and started nothing; {} after a restore's run record)."""
+    serving = ({"process": run["process"]} if run.get("process")
+               else _process(ex, args["service"], args.get("record") or {}))
     try:
         live = live_state(run.get("before") or {}, bool(run.get("changed_this_run")),
                           bool(run.get("restarted_this_run")), bool(args.get("runtime_changed")),

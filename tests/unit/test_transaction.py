@@ -30,6 +30,7 @@ class FakeHost:
         self.calls, self.said, self.snapshots, self.facts_file = [], [], [], None
         self.store_ops, self.runtimes = [], dict(runtimes or {})
         self.check_mode = False  # the executor's --check (the render phase says what a real run would do)
+        self.unit_file_state = "enabled"
 
     def module(self, name, args, secret=False):
         self.calls.append(name if name != "ansible.builtin.command" else " ".join(args["argv"][:2]))
@@ -58,8 +59,12 @@ class FakeHost:
             return {"changed": bool(written), "changed_files": written, "folder_changed": False}
         if name == "ansible.builtin.command":
             verb = args["argv"][1]
-            if verb == "is-failed":
-                return {"rc": 0 if self.failed_unit else 1, "stdout": "failed" if self.failed_unit else "active"}
+            if verb == "show":
+                state = "failed" if self.failed_unit else "active" if self.running else "inactive"
+                return {"rc": 0, "stdout": "ActiveState=%s\nUnitFileState=%s\nInvocationID=%s\nMainPID=%s\n"
+                        "ExecMainStartTimestamp=Tue 2026-12-01 08:00:00 UTC" % (
+                            state, self.unit_file_state, "1f2e" if self.running else "",
+                            "4242" if self.running else "0")}
             if verb == "reset-failed":
                 return {"rc": 0}
             return {"rc": 0, "stdout": self.journal_text}
@@ -186,6 +191,23 @@ def test_a_re_run_that_changes_nothing_restarts_nothing_and_reads_no_boot_lines(
     assert transaction.BOOT_MODULE not in host.calls  # old log lines are never read
     assert "ansible.builtin.copy" not in host.calls and host.facts_file is None
     assert [m["reason"] for m in host.snapshots] == ["found"]  # the store adds nothing when an entry holds it
+    # one read of the unit: running and enabled, nothing is started, and the process read is the proof's
+    assert "ansible.builtin.systemd_service" not in host.calls and host.calls.count("systemctl show") == 1
+    assert verified["run"]["process"] == {"invocation_id": "1f2e", "main_pid": "4242",
+                                          "exec_main_start": "Tue 2026-12-01 08:00:00 UTC"}
+
+
+def test_a_disabled_or_stopped_unit_with_its_files_unchanged_is_started_and_enabled_not_restarted():
+    plan = plan_for(dict(KIMI, pre_load_avail_gib=TRUE_P, post_load_avail_gib=TRUE_A))["plan"]
+    files = {f["dest"]: "%s %s" % (f["src"], " ".join(plan["args"])) for f in FILES}
+    disabled = FakeHost(files=files, running=True)
+    disabled.unit_file_state = "disabled"
+    verified = deploy(disabled, KIMI, plan, stored={"pre_load_avail_gib": TRUE_P, "post_load_avail_gib": TRUE_A})
+    assert "ansible.builtin.systemd_service" in disabled.calls and "process" not in verified["run"]
+    assert verified["facts"]["sglang_starts"] == 0 and "systemctl reset-failed" not in disabled.calls
+    stopped = FakeHost(files=files, running=False, boots=[boot_on(TRUE_P, TRUE_A, plan["mem_fraction_static"])])
+    verified = deploy(stopped, KIMI, plan, stored={"pre_load_avail_gib": TRUE_P, "post_load_avail_gib": TRUE_A})
+    assert verified["facts"]["sglang_restarted_this_run"] is True and "process" not in verified["run"]
 
 
 def test_an_estimate_that_fell_short_is_re_planned_from_the_boot_and_restarted_once():

@@ -154,3 +154,14 @@ def test_a_job_that_outlives_its_backstop_is_a_failed_proof_and_other_nodes_prov
     other = ProvingHost()
     assert proof.prove(other, dict(PROVE, on_rank0=False, planned={"level": "full"}), {})["smoke"] is None
     assert other.calls == []
+
+
+def test_decide_takes_the_process_the_start_phase_read_when_it_started_nothing():
+    host = FakeHost(process=["InvocationID=other", "MainPID=1", "ExecMainStartTimestamp=x"])
+    process = {"invocation_id": "1f2e", "main_pid": "4242", "exec_main_start": "Tue 2026-12-01 08:00:00 UTC"}
+    decided = proof.decide(host, {"record": {}, "service": "sglang", "context_target": 200000}, {"process": process})
+    assert decided["process"] == process and host.calls == []  # no second systemctl show
+    # a run that restarted carries no process: it is read
+    decided = proof.decide(host, {"record": {}, "service": "sglang", "context_target": 200000},
+                           {"restarted_this_run": True})
+    assert decided["process"]["invocation_id"] == "other" and host.calls == [("ansible.builtin.command", None)]
