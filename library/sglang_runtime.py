@@ -32,6 +32,8 @@ description:
     it fails with a clear message when the runtime is gone.
   - C(state=prune) removes every runtime (and the legacy virtualenv) that neither C(keep), the live unit,
     nor any unit in the backup store names.
+  - C(state=plan) with O(prune_when_found) prunes too when it finds the runtime complete (C(use)), keeping it, in the
+    same call: a re-run with nothing to build needs no second one.
 version_added: "1.0.0"
 author: sglang-longctx maintainers (!UNKNOWN)
 options:
@@ -124,6 +126,11 @@ options:
     type: list
     elements: path
     default: []
+  prune_when_found:
+    description: For C(plan), when the runtime is found complete (C(use)), prune as C(state=prune) with C(keep) its
+      folder (RV(pruned) says what it did); after an adoption or a build the caller prunes once it is complete.
+    type: bool
+    default: false
 notes:
   - Supports check mode (nothing is written or removed).
 """
@@ -201,6 +208,10 @@ kept:
   type: list
   elements: str
   returned: state=prune
+pruned:
+  description: The prune's result (C(removed), C(kept), C(skipped)) when O(prune_when_found) pruned.
+  type: dict
+  returned: state=plan with prune_when_found, when the runtime was found complete
 skipped:
   description: >-
     Folders prune left alone although nothing names them, each C(path) and C(why): one whose manifest is corrupt,
@@ -705,6 +716,9 @@ def run_plan(module, p):
     result["serving"] = {"path": serving_path,
                          "versions": (read_versions(module, serving_path, p["names"], markers) or {})
                          if serving_path else {}}
+    if action == "use" and p["prune_when_found"]:
+        result["pruned"] = run_prune(module, dict(p, keep=list(p["keep"]) + [path]))
+        result["changed"] = result["changed"] or result["pruned"]["changed"]
     return result
 
 
@@ -826,6 +840,7 @@ def main():
             "names": {"type": "list", "elements": "str", "default": ["sglang"]},
             "entry": {"type": "str"},
             "keep": {"type": "list", "elements": "path", "default": []},
+            "prune_when_found": {"type": "bool", "default": False},
         },
         supports_check_mode=True,
     )

@@ -6,7 +6,8 @@ kernel wheels and sources and the host's python make a digest, and the runtime l
 touches its folder), checked (versions, torch's CUDA build and GPUs, the kernels' imports) and only then marked
 complete; the unit names it when the deploy renders it, so a restored unit switches the code too.
 
-A re-run with the same package set finds it with one module call (then the service user and the prune): a
+A re-run with the same package set finds it, and prunes what nothing names, with one module call (then the service
+user): a
 controller-side wheel enters the digest by the sha256 the controller reads (the executor's controller_sha256), so a
 complete runtime is found by its manifest without copying anything, and its versions come from that same call's read
 of the manifest, with no pip and no python started. Wheels are copied to the host
@@ -106,6 +107,8 @@ def install(ex, args):
     find = {key: args[key] for key in ("dir", "legacy", "unit", "version", "package", "wheels_dir", "extras",
                                        "kernel_wheels", "kernel_sources", "min_free_gib", "names")}
     find["wheel_sha256"] = {os.path.basename(src): ex.controller_sha256(src) for src in _wheels(args)}
+    # a runtime found complete is pruned around in the same call (keeping it); a new one once it is complete
+    find.update(prune_when_found=True, store=args["store_dir"])
     plan = dict(succeeded(ex.module(RUNTIME_MODULE, find), "finding the runtime"))
     plan.pop("invocation", None)
     path, action = plan["path"], plan["action"]
@@ -133,10 +136,12 @@ def install(ex, args):
         done = ex.module(RUNTIME_MODULE, {"state": "complete", "dir": args["dir"], "path": path, "name": plan["name"],
                                           "digest": plan["digest"], "set": plan["set"], "versions": versions})
         changed = bool(succeeded(done, "marking the runtime complete").get("changed")) or changed
-    pruned = ex.module(RUNTIME_MODULE, {"state": "prune", "dir": args["dir"], "legacy": args["legacy"],
-                                        "unit": args["unit"], "store": args["store_dir"], "keep": [path]})
-    pruned = succeeded(pruned, "pruning the runtimes nothing names")
-    changed = bool(pruned.get("changed")) or changed
+    pruned = plan.get("pruned")
+    if pruned is None:
+        pruned = ex.module(RUNTIME_MODULE, {"state": "prune", "dir": args["dir"], "legacy": args["legacy"],
+                                            "unit": args["unit"], "store": args["store_dir"], "keep": [path]})
+        pruned = succeeded(pruned, "pruning the runtimes nothing names")
+        changed = bool(pruned.get("changed")) or changed
     if action == "build":
         ex.say("built the runtime %s" % path)
     return dict(plan, phase="install", versions=versions, removed=plan.get("removed", []) + pruned.get("removed", []),

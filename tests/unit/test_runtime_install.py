@@ -41,9 +41,12 @@ class FakeHost:
             self.plan_args = args
             path = ARGS["legacy"] if self.action == "adopt" else ARGS["dir"] + "/0.5.23-0123456789ab"
             # the plan reads the versions of a runtime it finds (its manifest, or the legacy venv it adopts)
-            return {"changed": False, "action": self.action, "path": path, "name": "0.5.23-0123456789ab",
+            plan = {"changed": False, "action": self.action, "path": path, "name": "0.5.23-0123456789ab",
                     "digest": "0123456789ab" * 5, "set": {}, "removed": [], "serving": {"path": path},
                     "versions": {} if self.action == "build" else self.versions}
+            if self.action == "use" and args.get("prune_when_found"):  # as the module: pruned in the same call
+                plan["pruned"] = {"changed": False, "removed": ["/opt/sglang/runtimes/0.5.9-aaaaaaaaaaaa"]}
+            return plan
         if state == "versions":
             assert check_mode is False  # a read that runs in --check too
             return {"versions": self.versions}
@@ -64,9 +67,11 @@ def test_a_rerun_finds_its_runtime_complete_copies_nothing_and_checks_nothing():
     assert host.copied == []
     # the controller's digest of the local wheel named in the plan's arguments, so the host copy is not needed
     assert host.plan_args["wheel_sha256"] == {"sglang-0.5.23-py3-none-any.whl": SHA}
-    # the plan's read of the manifest is the only read of the versions
-    assert names(host) == ["sglang_runtime", "ansible.builtin.user", "sglang_runtime:prune"]
+    # the plan's read of the manifest is the only read of the versions, and the plan prunes around what it found
+    assert host.plan_args["prune_when_found"] is True and host.plan_args["store"] == ARGS["store_dir"]
+    assert names(host) == ["sglang_runtime", "ansible.builtin.user"]
     assert result["versions"] == VERSIONS and result["action"] == "use" and result["changed"] is True  # the user
+    assert result["removed"] == ["/opt/sglang/runtimes/0.5.9-aaaaaaaaaaaa"]
 
 
 def test_a_build_copies_the_wheels_installs_checks_and_only_then_marks_complete():

@@ -117,6 +117,23 @@ def test_a_new_package_set_is_built_and_a_complete_one_is_used_without_starting_
     assert manifest["digest"] == plan["digest"] and manifest["path"] == plan["path"] and not manifest["adopted"]
 
 
+def test_a_plan_that_finds_its_runtime_complete_prunes_in_the_same_call_and_a_build_prunes_nothing(host):
+    tmp_path, base = host
+    base = dict(base, prune_when_found=True, store=str(tmp_path / "store"))
+    old = tmp_path / "runtimes" / "0.5.21-aaaaaaaaaaaa"  # complete, and named by nothing
+    fake_python(old, {})
+    (tmp_path / "runtimes" / "0.5.21-aaaaaaaaaaaa.json").write_text(json.dumps({"path": str(old)}))
+    plan = run(tmp_path, **base)
+    assert plan["action"] == "build" and "pruned" not in plan and old.exists()  # pruned once the build is complete
+    fake_python(tmp_path / "runtimes" / plan["name"], {"sglang": "0.5.23", "k": "1"})
+    run(tmp_path, state="complete", dir=base["dir"], path=plan["path"], name=plan["name"], digest=plan["digest"],
+        set=plan["set"], versions={"sglang": "0.5.23", "k": "1"})
+    use = run(tmp_path, **base)
+    assert use["action"] == "use" and use["changed"] and use["pruned"]["removed"] == [str(old)] and not old.exists()
+    assert os.path.isdir(plan["path"]) and plan["path"] in use["pruned"]["kept"]
+    assert not run(tmp_path, **base)["changed"]
+
+
 def test_an_interrupted_build_is_removed_and_built_again(host):
     tmp_path, base = host
     name = run(tmp_path, **base)["name"]
