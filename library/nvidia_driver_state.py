@@ -33,6 +33,12 @@ options:
     description: Also read C(dkms status) for every kernel found under C(/lib/modules).
     type: bool
     default: false
+  services:
+    description: Also read whether these systemd units (the services that need the loaded driver) run and are
+      enabled, with one C(systemctl show); RV(services) says.
+    type: list
+    elements: str
+    default: []
 notes:
   - Supports check mode.
 """
@@ -75,6 +81,12 @@ ondisk_version:
   description: Version of the module C(modinfo) finds for the running kernel (what the next boot loads), or null.
   returned: always
   type: str
+services:
+  description: Per unit of O(services), C(active) (its ActiveState is active) and C(enabled) (its UnitFileState is
+    enabled).
+  returned: when services
+  type: dict
+  sample: {nvidia-persistenced: {active: true, enabled: true}}
 dkms:
   description: Per kernel, the DKMS state of C(nvidia) at the installed version (C(installed), C(built), C(missing)).
   returned: when check_dkms
@@ -140,11 +152,35 @@ def read(path):
     return (read_text(path) or "").strip() or None
 
 
+def parse_show(out, names):
+    """{unit: {active, enabled}} from `systemctl show -p Id -p ActiveState -p UnitFileState <units>` (one block of
+    Key=value lines per unit, blocks apart by an empty line, in the order asked); a unit systemd does not know is
+    inactive and not enabled."""
+    found = {}
+    for block in out.strip().split("\n\n"):
+        props = dict(line.partition("=")[::2] for line in block.splitlines() if "=" in line)
+        if props.get("Id"):
+            found[props["Id"]] = {"active": props.get("ActiveState") == "active",
+                                  "enabled": props.get("UnitFileState") == "enabled"}
+    return {name: found.get(name if name.endswith(".service") else name + ".service")
+            or found.get(name) or {"active": False, "enabled": False} for name in names}
+
+
+def services_state(module, names):
+    systemctl = module.get_bin_path("systemctl", required=True)
+    rc, out, err = module.run_command([systemctl, "show", "-p", "Id", "-p", "ActiveState", "-p", "UnitFileState",
+                                       "--"] + list(names))
+    if rc != 0:
+        module.fail_json(msg="systemctl show %s failed: %s" % (" ".join(names), (err or out).strip()))
+    return parse_show(out, names)
+
+
 def main():
     module = AnsibleModule(
         argument_spec={"package": {"type": "str", "required": True},
                        "flavour": {"type": "str", "choices": ["open", "proprietary"]},
-                       "check_dkms": {"type": "bool", "default": False}},
+                       "check_dkms": {"type": "bool", "default": False},
+                       "services": {"type": "list", "elements": "str", "default": []}},
         supports_check_mode=True)
     with failures_as_sentences(module, "nvidia_driver_state"):
         params = module.params
@@ -184,6 +220,8 @@ def main():
             out = module.run_command([dkms, "status"])[1] if dkms else ""
             result["dkms"] = dkms_by_kernel(parse_dkms_status(out), installed, kernels)
             result["dkms_missing"] = [k for k, state in result["dkms"].items() if state != "installed"]
+        if params["services"]:
+            result["services"] = services_state(module, params["services"])
         module.exit_json(**result)
 
 

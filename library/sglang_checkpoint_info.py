@@ -17,9 +17,8 @@ version_added: "1.1.0"
 author: sglang-longctx maintainers (!UNKNOWN)
 options:
   path:
-    description: The checkpoint folder.
+    description: The checkpoint folder (or O(checkpoints)).
     type: path
-    required: true
   knob:
     description: The variable that names the folder, for the messages.
     type: str
@@ -28,6 +27,31 @@ options:
     description: The variable that names the folder's Hub repository, for the messages.
     type: str
     default: sglang_model_hf_repo
+  checkpoints:
+    description: Several checkpoints read in one call (the model's and its draft's), each its own O(path), O(knob)
+      and O(repo_knob); RV(checkpoints) has each one's result by its knob.
+    type: list
+    elements: dict
+    suboptions:
+      path:
+        description: The checkpoint folder.
+        type: path
+        required: true
+      knob:
+        description: The variable that names it.
+        type: str
+        required: true
+      repo_knob:
+        description: The variable that names its Hub repository.
+        type: str
+        required: true
+      hf_repo:
+        description: The Hub repository the role's download step fetches it from; not read here (accepted so that
+          the role passes its list of checkpoints as it is).
+        type: str
+      hf_revision:
+        description: That repository's revision; not read here either.
+        type: str
   missing_ok:
     description: When C(config.json) is not there, return RV(found=false) instead of failing (a look before the
       deploy fetches the checkpoint).
@@ -45,21 +69,30 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
+checkpoints:
+  description: With O(checkpoints), each one found by its knob, its C(config), C(sha256) and C(gib).
+  returned: with checkpoints
+  type: dict
+missing:
+  description: With O(checkpoints) and O(missing_ok), the knobs of those whose C(config.json) is not there.
+  returned: with checkpoints
+  type: list
+  elements: str
 found:
   description: Whether C(config.json) is there (false only with O(missing_ok); nothing else is returned then).
-  returned: success
+  returned: with path
   type: bool
 config:
   description: config.json's content.
-  returned: when found
+  returned: with path, when found
   type: dict
 sha256:
   description: config.json's sha256.
-  returned: when found
+  returned: with path, when found
   type: str
 gib:
   description: The checkpoint's size in GiB (the index's total_size, else the safetensors files').
-  returned: when found
+  returned: with path, when found
   type: float
 """
 
@@ -109,30 +142,55 @@ def checkpoint_gib(path):
     return sum(os.path.getsize(each) for each in glob.glob(os.path.join(path, "*.safetensors"))) / 1073741824
 
 
+class Refused(Exception):
+    """A checkpoint that cannot be read: the message names its knob and the fix."""
+
+
+def read_checkpoint(path, knob, repo_knob, missing_ok):
+    """{found, config, sha256, gib} of one checkpoint folder ({found: false} when config.json is missing and
+    missing_ok), or Refused."""
+    config_path = os.path.join(path, "config.json")
+    if not os.path.lexists(config_path):
+        if missing_ok:
+            return {"found": False}
+        raise Refused("%s: %s is missing. Pre-stage the checkpoint there, or name its Hub repository (%s, and "
+                      "sglang_hf_token for a gated model) to fetch it." % (knob, config_path, repo_knob))
+    try:
+        config, sha256 = read_json(config_path, config_path)
+        if not isinstance(config, dict):
+            raise ValueError("%s is not a JSON object" % config_path)
+        gib = checkpoint_gib(path)
+    except (OSError, ValueError) as error:
+        raise Refused("%s: %s. Check the checkpoint in %s (a complete copy of its repository)."
+                      % (knob, getattr(error, "strerror", None) or error, path)) from None
+    return {"found": True, "config": config, "sha256": sha256, "gib": gib}
+
+
 def main():
-    module = AnsibleModule(argument_spec={"path": {"type": "path", "required": True},
+    module = AnsibleModule(argument_spec={"path": {"type": "path"},
                                           "knob": {"type": "str", "default": "sglang_model_path"},
                                           "repo_knob": {"type": "str", "default": "sglang_model_hf_repo"},
+                                          "checkpoints": {"type": "list", "elements": "dict", "options": {
+                                              "path": {"type": "path", "required": True},
+                                              "knob": {"type": "str", "required": True},
+                                              "repo_knob": {"type": "str", "required": True},
+                                              "hf_repo": {"type": "str"}, "hf_revision": {"type": "str"}}},
                                           "missing_ok": {"type": "bool", "default": False}},
+                           required_one_of=[["path", "checkpoints"]], mutually_exclusive=[["path", "checkpoints"]],
                            supports_check_mode=True)
     with failures_as_sentences(module, "sglang_checkpoint_info"):
         p = module.params
-        config_path = os.path.join(p["path"], "config.json")
-        if not os.path.lexists(config_path):
-            if p["missing_ok"]:
-                module.exit_json(changed=False, found=False)
-            module.fail_json(msg="%s: %s is missing. Pre-stage the checkpoint there, or name its Hub repository (%s, "
-                                 "and sglang_hf_token for a gated model) to fetch it."
-                                 % (p["knob"], config_path, p["repo_knob"]))
         try:
-            config, sha256 = read_json(config_path, config_path)
-            if not isinstance(config, dict):
-                raise ValueError("%s is not a JSON object" % config_path)
-            gib = checkpoint_gib(p["path"])
-        except (OSError, ValueError) as error:
-            module.fail_json(msg="%s: %s. Check the checkpoint in %s (a complete copy of its repository)."
-                                 % (p["knob"], getattr(error, "strerror", None) or error, p["path"]))
-        module.exit_json(changed=False, found=True, config=config, sha256=sha256, gib=gib)
+            if p["checkpoints"] is None:
+                module.exit_json(changed=False, **read_checkpoint(p["path"], p["knob"], p["repo_knob"],
+                                                                  p["missing_ok"]))
+            read = {item["knob"]: read_checkpoint(item["path"], item["knob"], item["repo_knob"], p["missing_ok"])
+                    for item in p["checkpoints"]}
+        except Refused as refused:
+            module.fail_json(msg=str(refused))
+        found = {knob: {key: value for key, value in each.items() if key != "found"}
+                 for knob, each in read.items() if each["found"]}
+        module.exit_json(changed=False, checkpoints=found, missing=sorted(set(read) - set(found)))
 
 
 if __name__ == "__main__":

@@ -34,7 +34,7 @@ def calibration_key(setup, model, draft_key_=None):
 def model_inputs(checkpoints, setup):
     """{model, model_config, checkpoint_gib, draft_model_config, draft_checkpoint_gib, draft_key, calibration_key}.
 
-    checkpoints: what checkpoint.yml read, by the knob that names each ({config, sha256, gib}):
+    checkpoints: what model.yml read, by the knob that names each ({config, sha256, gib}):
     sglang_model_path, and sglang_speculative.draft_model_path when setup's speculative names a draft.
     """
     model = checkpoints["sglang_model_path"]

@@ -59,3 +59,27 @@ def test_a_checkpoint_that_is_not_there_or_not_one_is_a_sentence_naming_the_knob
               repo_knob="sglang_speculative.draft_model_hf_repo")
     assert got["failed"] and sentence.replace("%s", str(tmp_path)) in got["msg"]
     assert got["msg"].startswith("sglang_speculative.draft_model_path: ")
+
+
+def test_the_model_and_its_draft_in_one_call_and_a_missing_one_only_when_missing_ok(tmp_path):
+    model, draft = tmp_path / "model", tmp_path / "draft"
+    model.mkdir()
+    draft.mkdir()
+    (model / "config.json").write_text(json.dumps(CONFIG))
+    (model / "model.safetensors").write_bytes(b"x" * 1024)
+    both = [{"path": str(model), "knob": "sglang_model_path", "repo_knob": "sglang_model_hf_repo",
+             "hf_repo": "", "hf_revision": "main"},  # the role's list as it is: the download step's keys ride along
+            {"path": str(draft), "knob": "sglang_speculative.draft_model_path",
+             "repo_knob": "sglang_speculative.draft_model_hf_repo"}]
+    looked = run(tmp_path, checkpoints=both, missing_ok=True)
+    assert looked["missing"] == ["sglang_speculative.draft_model_path"]
+    assert looked["checkpoints"] == {"sglang_model_path": {
+        "config": CONFIG, "gib": 1024 / 1073741824,
+        "sha256": hashlib.sha256((model / "config.json").read_bytes()).hexdigest()}}
+    refused = run(tmp_path, checkpoints=both)
+    assert refused["failed"] and refused["msg"].startswith("sglang_speculative.draft_model_path: %s/config.json is "
+                                                           "missing" % draft)
+    (draft / "config.json").write_text(json.dumps(CONFIG))
+    assert sorted(run(tmp_path, checkpoints=both)["checkpoints"]) == ["sglang_model_path",
+                                                                       "sglang_speculative.draft_model_path"]
+    assert run(tmp_path)["failed"]  # neither path nor checkpoints

@@ -57,3 +57,16 @@ def test_dkms_per_kernel_flags_a_kernel_without_the_module():
     assert by_kernel == {"4.17.12-200.fc28.x86_64": "installed", "4.18.5-200.fc28.x86_64": "missing"}
     # A module built for the kernel but at another driver version does not count.
     assert module.dkms_by_kernel(states, "580.95.05", ["4.17.12-200.fc28.x86_64"]) == {"4.17.12-200.fc28.x86_64": "missing"}
+
+
+def test_the_services_state_from_one_systemctl_show():
+    # systemd 252's output for a running, enabled unit, a stopped one and one it does not know (Debian 12)
+    out = ("Id=nvidia-persistenced.service\nActiveState=active\nUnitFileState=enabled\n\n"
+           "Id=nvidia-fabricmanager.service\nActiveState=inactive\nUnitFileState=disabled\n\n"
+           "Id=nosuch.service\nActiveState=inactive\nUnitFileState=\n")
+    assert module.parse_show(out, ["nvidia-persistenced", "nvidia-fabricmanager.service", "nosuch"]) == {
+        "nvidia-persistenced": {"active": True, "enabled": True},
+        "nvidia-fabricmanager.service": {"active": False, "enabled": False},
+        "nosuch": {"active": False, "enabled": False}}
+    assert module.parse_show("", ["nvidia-persistenced"]) == {"nvidia-persistenced": {"active": False,
+                                                                                      "enabled": False}}
