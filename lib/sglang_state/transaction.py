@@ -111,17 +111,19 @@ def render(ex, args, run):
             "run": run}
 
 
-# What start() and the proof read of the unit in one `systemctl show`: whether it failed or is not running or not
-# enabled, and which process serves (proof_level.serving_process).
-UNIT_PROPERTIES = ("ActiveState", "UnitFileState", "InvocationID", "MainPID", "ExecMainStartTimestamp")
+# What start() and the proof read of the unit in one call (library/sglang_unit_state.py: one `systemctl show`):
+# whether it failed or is not running or not enabled, and which process serves (proof_level.serving_process).
+UNIT_MODULE = "sglang_unit_state"
 
 
-def show_unit(ex, service):
-    """The unit's UNIT_PROPERTIES as systemctl prints them ("Key=value" lines)."""
-    argv = ["systemctl", "show", service]
-    for name in UNIT_PROPERTIES:
-        argv += ["-p", name]
-    return str(ex.module("ansible.builtin.command", {"argv": argv}).get("stdout") or "").splitlines()
+def show_unit(ex, service, record_path=None):
+    """The unit's `systemctl show` lines (ActiveState, UnitFileState and the serving process); with record_path the
+    module's whole result, which also holds the record read there."""
+    args = {"unit": service}
+    if record_path:
+        args["record"] = record_path
+    result = succeeded(ex.module(UNIT_MODULE, args), "reading the unit %s" % service)
+    return result if record_path else [str(line) for line in result.get("show") or []]
 
 
 def _properties(lines):

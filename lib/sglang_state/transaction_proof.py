@@ -14,20 +14,8 @@ its stage prints every few seconds):
 
 from __future__ import annotations
 
-import json
-
 from sglang_state.proof_level import ProofLevelError, live_state, proof_level, proof_ran, proof_record, serving_process
-from sglang_state.transaction import STORE_MODULE, PhaseFailed, show_unit, slurped, succeeded
-
-
-def _record(ex, path):
-    """The last full proof's record, or {} when there is none or it is unreadable (then the proof is the full one)."""
-    data = slurped(ex.module("ansible.builtin.slurp", {"src": path}))
-    try:
-        value = json.loads(data) if data is not None else None
-    except (ValueError, RecursionError):
-        return {}
-    return value if isinstance(value, dict) else {}
+from sglang_state.transaction import STORE_MODULE, PhaseFailed, show_unit, succeeded
 
 
 def _process(ex, service, record):
@@ -35,9 +23,11 @@ def _process(ex, service, record):
 
 
 def observe(ex, args):
-    """args: record_path, service. {record, process, proven}."""
-    record = _record(ex, args["record_path"])
-    serving = _process(ex, args["service"], record)
+    """args: record_path, service. {record, process, proven}: one module call reads both (a missing or unreadable
+    record is {}: the proof is then the full one)."""
+    read = show_unit(ex, args["service"], args["record_path"])
+    record = read.get("record") if isinstance(read.get("record"), dict) else {}
+    serving = serving_process([str(line) for line in read.get("show") or []], record)
     return {"phase": "observe", "changed": False, "record": record, **serving}
 
 

@@ -47,6 +47,12 @@ class FakeHost:
                     "entries": [{"name": "old", "path": "/b/old", "current": True}]}
         if name == "ansible.builtin.file":  # the local facts folder
             return {"changed": False}
+        if name == transaction.UNIT_MODULE:
+            state = "failed" if self.failed_unit else "active" if self.running else "inactive"
+            return {"show": ["ActiveState=%s" % state, "UnitFileState=%s" % self.unit_file_state,
+                             "InvocationID=%s" % ("1f2e" if self.running else ""),
+                             "MainPID=%s" % ("4242" if self.running else "0"),
+                             "ExecMainStartTimestamp=Tue 2026-12-01 08:00:00 UTC"]}
         if name == transaction.FILES_MODULE:
             assert secret  # the env file and the config hold keys: the call is never logged
             written = []
@@ -59,12 +65,6 @@ class FakeHost:
             return {"changed": bool(written), "changed_files": written, "folder_changed": False}
         if name == "ansible.builtin.command":
             verb = args["argv"][1]
-            if verb == "show":
-                state = "failed" if self.failed_unit else "active" if self.running else "inactive"
-                return {"rc": 0, "stdout": "ActiveState=%s\nUnitFileState=%s\nInvocationID=%s\nMainPID=%s\n"
-                        "ExecMainStartTimestamp=Tue 2026-12-01 08:00:00 UTC" % (
-                            state, self.unit_file_state, "1f2e" if self.running else "",
-                            "4242" if self.running else "0")}
             if verb == "reset-failed":
                 return {"rc": 0}
             return {"rc": 0, "stdout": self.journal_text}
@@ -192,7 +192,7 @@ def test_a_re_run_that_changes_nothing_restarts_nothing_and_reads_no_boot_lines(
     assert "ansible.builtin.copy" not in host.calls and host.facts_file is None
     assert [m["reason"] for m in host.snapshots] == ["found"]  # the store adds nothing when an entry holds it
     # one read of the unit: running and enabled, nothing is started, and the process read is the proof's
-    assert "ansible.builtin.systemd_service" not in host.calls and host.calls.count("systemctl show") == 1
+    assert "ansible.builtin.systemd_service" not in host.calls and host.calls.count(transaction.UNIT_MODULE) == 1
     assert verified["run"]["process"] == {"invocation_id": "1f2e", "main_pid": "4242",
                                           "exec_main_start": "Tue 2026-12-01 08:00:00 UTC"}
 

@@ -2,7 +2,6 @@
 serving process read at the start of a run, this node's proof decided from them and the deploy's run, and after the
 proof the proven mark and the record (a check writes nothing; a failed proof marks nothing)."""
 
-import base64
 import json
 
 import pytest
@@ -22,12 +21,15 @@ class FakeHost:
 
     def module(self, name, args, secret=False):
         self.calls.append((name, args.get("state")))
-        if name == "ansible.builtin.slurp":
-            if self.record_bytes is None:
-                return {"failed": True, "msg": "file not found"}
-            return {"content": base64.b64encode(self.record_bytes).decode()}
-        if name == "ansible.builtin.command":
-            return {"rc": 0, "stdout": "\n".join(self.process)}
+        if name == "sglang_unit_state":
+            result = {"show": list(self.process)}
+            if args.get("record"):  # as the module reads it: a dict, else {} and why
+                try:
+                    value = json.loads(self.record_bytes) if self.record_bytes is not None else None
+                except (ValueError, RecursionError):
+                    value = None
+                result["record"] = value if isinstance(value, dict) else {}
+            return result
         if name == "sglang_backup_store":
             return {"changed": True, "name": "e2", "entries": [{"name": "e2", "files": {"unit": "abc"}}]}
         raise AssertionError(name)
@@ -164,4 +166,4 @@ def test_decide_takes_the_process_the_start_phase_read_when_it_started_nothing()
     # a run that restarted carries no process: it is read
     decided = proof.decide(host, {"record": {}, "service": "sglang", "context_target": 200000},
                            {"restarted_this_run": True})
-    assert decided["process"]["invocation_id"] == "other" and host.calls == [("ansible.builtin.command", None)]
+    assert decided["process"]["invocation_id"] == "other" and host.calls == [("sglang_unit_state", None)]

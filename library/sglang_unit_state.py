@@ -1,0 +1,101 @@
+#!/usr/bin/python
+"""Ansible module: a systemd unit's state and serving process, and optionally the last full proof's record, read in
+one call."""
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+---
+module: sglang_unit_state
+short_description: Read a unit's state and serving process (systemctl show), and the last full proof's record
+description:
+  - Runs C(systemctl show) for O(unit) with the properties the deploy decides from (C(ActiveState),
+    C(UnitFileState), C(InvocationID), C(MainPID), C(ExecMainStartTimestamp)) and returns its lines as they are; the
+    controller reads them (lib/sglang_state/proof_level.py C(serving_process)).
+  - With O(record), also reads that JSON file (the last full proof's record the sglang role keeps beside its backup
+    store), a regular file of at most 4 MiB. A missing, unreadable or malformed record is returned as C({}) with
+    RV(record_problem) saying why - the proof is then the full one.
+  - The deploy transaction (the C(sglang_deploy) action) reads both at the start of a run in one call, where a slurp
+    and a command cost two.
+  - Changes nothing.
+version_added: "1.2.0"
+author: sglang-longctx maintainers (!UNKNOWN)
+options:
+  unit:
+    description: The systemd unit (e.g. C(sglang)).
+    type: str
+    required: true
+  record:
+    description: The last full proof's record file, when it is to be read too.
+    type: path
+notes:
+  - Supports check mode (it only reads).
+"""
+
+EXAMPLES = r"""
+- name: Read the serving process and the last full proof's record
+  sglang_unit_state:
+    unit: sglang
+    record: /var/lib/sglang/backups/last-full-proof.json
+  register: serving
+"""
+
+RETURN = r"""
+show:
+  description: C(systemctl show)'s C(Key=value) lines for the properties above (a unit systemd does not know has an
+    empty InvocationID and MainPID 0).
+  returned: success
+  type: list
+  elements: str
+record:
+  description: The record's JSON object, or C({}) when there is none or it is not one.
+  returned: when record is given
+  type: dict
+record_problem:
+  description: Why the record is C({}) (missing, unreadable, not JSON, not an object); empty when it was read.
+  returned: when record is given
+  type: str
+"""
+
+from ansible.module_utils.basic import AnsibleModule  # noqa: E402 - ansible-test wants the imports after the docs
+from ansible.module_utils.sglang_errors import failures_as_sentences  # noqa: E402
+from ansible.module_utils.sglang_files import load_json  # noqa: E402
+
+PROPERTIES = ("ActiveState", "UnitFileState", "InvocationID", "MainPID", "ExecMainStartTimestamp")
+
+
+def read_record(path):
+    """(the record as a dict or {}, why it is {} or '')."""
+    try:
+        value = load_json(path)
+    except FileNotFoundError:
+        return {}, "no record at %s (never proven)" % path
+    except (OSError, ValueError) as error:
+        return {}, "%s cannot be read: %s" % (path, getattr(error, "strerror", None) or error)
+    if not isinstance(value, dict):
+        return {}, "%s is not a JSON object" % path
+    return value, ""
+
+
+def main():
+    module = AnsibleModule(argument_spec={"unit": {"type": "str", "required": True},
+                                          "record": {"type": "path"}},
+                           supports_check_mode=True)
+    with failures_as_sentences(module, "sglang_unit_state"):
+        unit = module.params["unit"]
+        if not unit or unit.startswith("-") or any(c.isspace() for c in unit):
+            module.fail_json(msg="sglang_unit_state: unit %r is not a unit's name (e.g. sglang)" % unit)
+        argv = [module.get_bin_path("systemctl", required=True), "show", unit]
+        for name in PROPERTIES:
+            argv += ["-p", name]
+        rc, out, err = module.run_command(argv)
+        if rc != 0:
+            module.fail_json(msg="systemctl show %s failed: %s" % (unit, (err or out).strip()))
+        result = {"changed": False, "show": out.splitlines()}
+        if module.params["record"]:
+            result["record"], result["record_problem"] = read_record(module.params["record"])
+        module.exit_json(**result)
+
+
+if __name__ == "__main__":
+    main()
