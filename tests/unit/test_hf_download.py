@@ -510,3 +510,51 @@ def test_a_malformed_index_is_a_sentence_and_never_complete(tmp_path, index, say
     (tmp_path / "model.safetensors.index.json").write_bytes(index)
     result = status.check(str(tmp_path))
     assert result["complete"] is False and says in " ".join(result["problems"]), result
+
+
+# --- model.yml: each checkpoint read once a run (the look's read, unless main's step has just fetched into it) ---
+
+def run_model_yml(tmp_path, hub_url, target, steps):
+    """A play that includes the role's model step once per (name, download) in steps, registering after each whether
+    the checkpoints were read and what is kept; returns (rc, output, [kept after each step])."""
+    tasks = []
+    for number, (name, download) in enumerate(steps):
+        tasks.append({"name": name, "ansible.builtin.include_role": {"name": "sglang", "tasks_from": "model"},
+                      "vars": {"_sglang_internal": "model", "_sglang_download": download}})
+        tasks.append({"name": "Keep what step %d left" % number, "ansible.builtin.copy": {
+            "dest": str(tmp_path / ("step%d.json" % number)),
+            "content": "{{ {'read': _sglang_checkpoint_read is not skipped, "
+                       "'kept': _sglang_checkpoints | default({}) | list, "
+                       "'fetched': _sglang_fetched | default([])} | to_json }}"}})
+    play = tmp_path / "model.yml"
+    play.write_text(yaml.safe_dump([{"hosts": "localhost", "connection": "local", "gather_facts": False,
+                                     "vars": {"sglang_model_path": str(target), "sglang_model_hf_repo": "org/model",
+                                              "sglang_user": "root", "sglang_hf_endpoint": hub_url,
+                                              "sglang_hf_token_file": str(tmp_path / "token")},
+                                     "tasks": tasks}]))
+    env = dict(os.environ, ANSIBLE_CONFIG=str(REPO_ROOT / "ansible.cfg"), ANSIBLE_NOCOLOR="1")
+    run = subprocess.run([str(pathlib.Path(sys.executable).parent / "ansible-playbook"), str(play),
+                          "-e", "ansible_become=false"], cwd=REPO_ROOT, env=env, capture_output=True, text=True,
+                         timeout=300)
+    return run.returncode, run.stdout + run.stderr, [
+        json.loads((tmp_path / ("step%d.json" % n)).read_text()) for n in range(len(steps))
+        if (tmp_path / ("step%d.json" % n)).exists()]
+
+
+def test_model_yml_reads_each_checkpoint_once_a_run_unless_it_has_just_fetched_into_it(tmp_path):
+    server = serve(files=checkpoint([4096, 2048]))
+    url, target = "http://127.0.0.1:%d" % server.server_port, tmp_path / "model"
+    try:
+        # A first run: the look finds nothing on the host (fetches nothing, keeps nothing); main's step fetches the
+        # checkpoint and reads it.
+        rc, out, steps = run_model_yml(tmp_path, url, target, [("The look", False), ("Main", True)])
+        assert rc == 0, out
+        assert steps[0] == {"read": True, "kept": [], "fetched": []}
+        assert steps[1] == {"read": True, "kept": ["sglang_model_path"], "fetched": [str(target)]}
+        # The next run: the look reads it; main's step finds the checkpoint complete and takes the look's read.
+        rc, out, steps = run_model_yml(tmp_path, url, target, [("The look", False), ("Main", True)])
+        assert rc == 0, out
+        assert steps[0] == {"read": True, "kept": ["sglang_model_path"], "fetched": []}
+        assert steps[1] == {"read": False, "kept": ["sglang_model_path"], "fetched": []}
+    finally:
+        server.shutdown()
