@@ -33,7 +33,7 @@ description:
   - C(state=prune) removes every runtime (and the legacy virtualenv) that neither C(keep), the live unit,
     nor any unit in the backup store names.
   - C(state=plan) with O(prune_when_found) prunes too when it finds the runtime complete (C(use)), keeping it, in the
-    same call: a re-run with nothing to build needs no second one.
+    same call (a re-run with nothing to build needs no second one).
 version_added: "1.0.0"
 author: sglang-longctx maintainers (!UNKNOWN)
 options:
@@ -211,7 +211,7 @@ kept:
 pruned:
   description: The prune's result (C(removed), C(kept), C(skipped)) when O(prune_when_found) pruned.
   type: dict
-  returned: state=plan with prune_when_found, when the runtime was found complete
+  returned: with state=plan and prune_when_found, when the runtime was found complete
 skipped:
   description: >-
     Folders prune left alone although nothing names them, each C(path) and C(why): one whose manifest is corrupt,

@@ -40,8 +40,8 @@ def main(argv=None):
         for line in summary_lines(report):
             print(line)
         return 0
-    png, data, _key = picture(facts, "%s: %s" % (facts.get("title") or facts["host"],
-                                                  facts["sglang_kv_plan_result"].get("explanation", "")))
+    title = "%s: %s" % (facts.get("title") or facts["host"], facts["sglang_kv_plan_result"].get("explanation", ""))
+    png, data, _key = picture(facts, title)
     os.makedirs(args.out, exist_ok=True)
     path = os.path.join(os.path.abspath(args.out), facts["host"] + ".png")
     with open(path, "wb") as handle:
