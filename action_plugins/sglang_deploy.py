@@ -82,10 +82,9 @@ class _Executor:
     monotonic = staticmethod(time.monotonic)
     sleep = staticmethod(time.sleep)
 
-    def _run_action(self, name, args, task_vars, secret=False):
+    def _run_action(self, name, args, task_vars):
         task = self._action._task.copy()
         task.args = dict(args)
-        task.no_log = task.no_log or secret
         action = self._action._shared_loader_obj.action_loader.get(
             name, task=task, connection=self._action._connection, play_context=self._action._play_context,
             loader=self._action._loader, templar=self._action._templar,

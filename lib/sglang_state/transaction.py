@@ -33,6 +33,7 @@ STORE_MODULE = "sglang_backup_store"
 WAIT_MODULE = "sglang_wait_ready"
 BOOT_MODULE = "sglang_boot_facts"
 FILES_MODULE = "sglang_service_files"
+UNIT_MODULE = "sglang_unit_state"
 POLL_S = 8
 
 
@@ -107,23 +108,21 @@ def render(ex, args, run):
                                  + " ".join(args.get("plan_args") or []) if changed
                                  else "the unit, env file and config are as planned: SGLang would not restart"))
     return {"phase": "render", "changed": changed or folder_changed or bool(before.get("changed")),
-            "files_changed": changed,
-            "run": run}
+            "files_changed": changed, "run": run}
 
 
-# What start() and the proof read of the unit in one call (library/sglang_unit_state.py: one `systemctl show`):
-# whether it failed or is not running or not enabled, and which process serves (proof_level.serving_process).
-UNIT_MODULE = "sglang_unit_state"
-
-
-def show_unit(ex, service, record_path=None):
-    """The unit's `systemctl show` lines (ActiveState, UnitFileState and the serving process); with record_path the
-    module's whole result, which also holds the record read there."""
+def read_unit(ex, service, record_path=None):
+    """The unit read in one call (library/sglang_unit_state.py: one `systemctl show`): {show, record}. show: its
+    "Key=value" lines - whether it failed, runs and is enabled, and which process serves (proof_level's
+    serving_process reads them); record: the last full proof's record at record_path ({} when none was asked for,
+    or there is none)."""
     args = {"unit": service}
     if record_path:
         args["record"] = record_path
     result = succeeded(ex.module(UNIT_MODULE, args), "reading the unit %s" % service)
-    return result if record_path else [str(line) for line in result.get("show") or []]
+    record = result.get("record")
+    return {"show": [str(line) for line in result.get("show") or []],
+            "record": record if isinstance(record, dict) else {}}
 
 
 def _properties(lines):
@@ -194,7 +193,7 @@ def start(ex, args, run):
     if args["files_changed"]:
         _store(ex, args["store"], [item["dest"] for item in args["files"]], state="snapshot",
                manifest=args["state_manifest"])
-    shown = show_unit(ex, service)
+    shown = read_unit(ex, service)["show"]
     unit = _properties(shown)
     if args["files_changed"] or peers["restart"] or unit.get("ActiveState") == "failed":
         _restart(ex, service, run)

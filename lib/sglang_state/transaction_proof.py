@@ -15,20 +15,19 @@ its stage prints every few seconds):
 from __future__ import annotations
 
 from sglang_state.proof_level import ProofLevelError, live_state, proof_level, proof_ran, proof_record, serving_process
-from sglang_state.transaction import STORE_MODULE, PhaseFailed, show_unit, succeeded
+from sglang_state.transaction import STORE_MODULE, PhaseFailed, read_unit, succeeded
 
 
 def _process(ex, service, record):
-    return serving_process(show_unit(ex, service), record)
+    return serving_process(read_unit(ex, service)["show"], record)
 
 
 def observe(ex, args):
     """args: record_path, service. {record, process, proven}: one module call reads both (a missing or unreadable
     record is {}: the proof is then the full one)."""
-    read = show_unit(ex, args["service"], args["record_path"])
-    record = read.get("record") if isinstance(read.get("record"), dict) else {}
-    serving = serving_process([str(line) for line in read.get("show") or []], record)
-    return {"phase": "observe", "changed": False, "record": record, **serving}
+    read = read_unit(ex, args["service"], args["record_path"])
+    serving = serving_process(read["show"], read["record"])
+    return {"phase": "observe", "changed": False, "record": read["record"], **serving}
 
 
 def decide(ex, args, run):
