@@ -147,6 +147,11 @@ options:
   files_changed:
     description: C(start) - whether this host's render changed its files.
     type: bool
+  proven_process:
+    description: C(start) - the serving process the last full proof saw (its record's C({invocation_id, main_pid,
+      exec_main_start})); when the unit runs that process and nothing starts, the start does not wait for
+      C(/health_generate) (the proof's check asks the server instead).
+    type: dict
   service:
     description: The systemd unit.
     type: str

@@ -195,6 +195,20 @@ def test_a_re_run_that_changes_nothing_restarts_nothing_and_reads_no_boot_lines(
     assert "ansible.builtin.systemd_service" not in host.calls and host.calls.count(transaction.UNIT_MODULE) == 1
     assert verified["run"]["process"] == {"invocation_id": "1f2e", "main_pid": "4242",
                                           "exec_main_start": "Tue 2026-12-01 08:00:00 UTC"}
+    assert transaction.WAIT_MODULE in host.calls  # never proven: the wait asks /health_generate
+
+
+def test_a_re_run_whose_process_is_the_proven_one_does_not_wait_and_another_process_waits():
+    plan = plan_for(dict(KIMI, pre_load_avail_gib=TRUE_P, post_load_avail_gib=TRUE_A))["plan"]
+    files = {f["dest"]: "%s %s" % (f["src"], " ".join(plan["args"])) for f in FILES}
+    proven = {"invocation_id": "1f2e", "main_pid": "4242", "exec_main_start": "Tue 2026-12-01 08:00:00 UTC"}
+    for recorded, waits in ((proven, False), (dict(proven, invocation_id="0a0b"), True), ({}, True)):
+        host = FakeHost(files=files, running=True)
+        host.task_plan = plan
+        run = transaction.new_run()
+        rendered = transaction.render(host, render_args(), run)
+        started = transaction.start(host, dict(start_args("ct200", rendered), proven_process=recorded), run)
+        assert started["ready"] and (transaction.WAIT_MODULE in host.calls) is waits
 
 
 def test_a_disabled_or_stopped_unit_with_its_files_unchanged_is_started_and_enabled_not_restarted():
