@@ -105,6 +105,7 @@ import re
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.sglang_errors import failures_as_sentences
 from ansible.module_utils.sglang_nvidia import PROC_VERSION, SYS_TAINT, SYS_VERSION, parse_proc_version, read_text
+from ansible.module_utils.sglang_systemd import show
 
 
 def flavour_from_taint(taint):
@@ -152,27 +153,10 @@ def read(path):
     return (read_text(path) or "").strip() or None
 
 
-def parse_show(out, names):
-    """{unit: {active, enabled}} from `systemctl show -p Id -p ActiveState -p UnitFileState <units>` (one block of
-    Key=value lines per unit, blocks apart by an empty line, in the order asked); a unit systemd does not know is
-    inactive and not enabled."""
-    found = {}
-    for block in out.strip().split("\n\n"):
-        props = dict(line.partition("=")[::2] for line in block.splitlines() if "=" in line)
-        if props.get("Id"):
-            found[props["Id"]] = {"active": props.get("ActiveState") == "active",
-                                  "enabled": props.get("UnitFileState") == "enabled"}
-    return {name: found.get(name if name.endswith(".service") else name + ".service")
-            or found.get(name) or {"active": False, "enabled": False} for name in names}
-
-
-def services_state(module, names):
-    systemctl = module.get_bin_path("systemctl", required=True)
-    rc, out, err = module.run_command([systemctl, "show", "-p", "Id", "-p", "ActiveState", "-p", "UnitFileState",
-                                       "--"] + list(names))
-    if rc != 0:
-        module.fail_json(msg="systemctl show %s failed: %s" % (" ".join(names), (err or out).strip()))
-    return parse_show(out, names)
+def services_state(shown):
+    """{unit: {active, enabled}} of systemctl show's properties (sglang_systemd.show)."""
+    return {name: {"active": props.get("ActiveState") == "active", "enabled": props.get("UnitFileState") == "enabled"}
+            for name, props in shown.items()}
 
 
 def main():
@@ -221,7 +205,7 @@ def main():
             result["dkms"] = dkms_by_kernel(parse_dkms_status(out), installed, kernels)
             result["dkms_missing"] = [k for k, state in result["dkms"].items() if state != "installed"]
         if params["services"]:
-            result["services"] = services_state(module, params["services"])
+            result["services"] = services_state(show(module, params["services"], ("ActiveState", "UnitFileState")))
         module.exit_json(**result)
 
 

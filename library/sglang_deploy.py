@@ -147,11 +147,6 @@ options:
   files_changed:
     description: C(start) - whether this host's render changed its files.
     type: bool
-  proven_process:
-    description: C(start) - the serving process the last full proof saw (its record's C({invocation_id, main_pid,
-      exec_main_start})); when the unit runs that process and nothing starts, the start does not wait for
-      C(/health_generate) (the proof's check asks the server instead).
-    type: dict
   service:
     description: The systemd unit.
     type: str
@@ -199,7 +194,10 @@ options:
     description: C(observe), C(record) - the last full proof's record on the host.
     type: path
   record:
-    description: C(decide) - the record C(observe) read.
+    description:
+      - C(decide) - the record C(observe) read.
+      - C(start) - the same; when the unit runs the process it names and nothing starts, the start does not wait for
+        C(/health_generate) (the proof's check asks the server instead).
     type: dict
   versions:
     description: C(decide), C(rescue) - the serving runtime's versions.

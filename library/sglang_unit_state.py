@@ -10,8 +10,8 @@ module: sglang_unit_state
 short_description: Read a unit's state and serving process (systemctl show), and the last full proof's record
 description:
   - Runs C(systemctl show) for O(unit) with the properties the deploy decides from (C(ActiveState),
-    C(UnitFileState), C(InvocationID), C(MainPID), C(ExecMainStartTimestamp)) and returns its lines as they are; the
-    controller reads them (lib/sglang_state/proof_level.py C(serving_process)).
+    C(UnitFileState), C(InvocationID), C(MainPID), C(ExecMainStartTimestamp)); the controller reads the serving
+    process from them (lib/sglang_state/proof_level.py C(serving_process)).
   - With O(record), also reads that JSON file (the last full proof's record the sglang role keeps beside its backup
     store), a regular file of at most 4 MiB. A missing, unreadable or malformed record is returned as C({}) with
     RV(record_problem) saying why - the proof is then the full one.
@@ -41,12 +41,13 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
-show:
-  description: C(systemctl show)'s C(Key=value) lines for the properties above (a unit systemd does not know has an
-    empty InvocationID and MainPID 0).
+properties:
+  description: The unit's Id and the properties above, by name, as systemctl prints them (a unit systemd does not
+    know has an empty InvocationID and MainPID 0).
   returned: success
-  type: list
-  elements: str
+  type: dict
+  sample: {ActiveState: active, UnitFileState: enabled, InvocationID: 1f2e3d4c, MainPID: "4242",
+           ExecMainStartTimestamp: Tue 2026-12-01 08:00:00 UTC}
 record:
   description: The record's JSON object, or C({}) when there is none or it is not one.
   returned: when record is given
@@ -60,6 +61,7 @@ record_problem:
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402 - ansible-test wants the imports after the docs
 from ansible.module_utils.sglang_errors import failures_as_sentences  # noqa: E402
 from ansible.module_utils.sglang_files import load_json  # noqa: E402
+from ansible.module_utils.sglang_systemd import show  # noqa: E402
 
 PROPERTIES = ("ActiveState", "UnitFileState", "InvocationID", "MainPID", "ExecMainStartTimestamp")
 
@@ -85,13 +87,7 @@ def main():
         unit = module.params["unit"]
         if not unit or unit.startswith("-") or any(c.isspace() for c in unit):
             module.fail_json(msg="sglang_unit_state: unit %r is not a unit's name (e.g. sglang)" % unit)
-        argv = [module.get_bin_path("systemctl", required=True), "show", unit]
-        for name in PROPERTIES:
-            argv += ["-p", name]
-        rc, out, err = module.run_command(argv)
-        if rc != 0:
-            module.fail_json(msg="systemctl show %s failed: %s" % (unit, (err or out).strip()))
-        result = {"changed": False, "show": out.splitlines()}
+        result = {"changed": False, "properties": show(module, [unit], PROPERTIES)[unit]}
         if module.params["record"]:
             result["record"], result["record_problem"] = read_record(module.params["record"])
         module.exit_json(**result)

@@ -150,15 +150,11 @@ def proof_record(live, smoke, at=None):
             "full_at": at or datetime.now(UTC).isoformat(timespec="seconds")}
 
 
-def serving_process(show_lines, record=None):
-    """{process, proven}: the serving process from `systemctl show -p InvocationID -p MainPID -p
-    ExecMainStartTimestamp` ("Key=value" lines; a unit not installed yet: empty InvocationID, MainPID 0), and
-    whether it is the process the last full proof saw (the install skips its runtime check then)."""
-    props = {}
-    for line in show_lines or []:
-        key, sep, value = str(line).partition("=")
-        if sep and key:  # a repeated key: the last line's value, as dict() of the pairs
-            props[key] = value
+def serving_process(properties, record=None):
+    """{process, proven}: the serving process from the unit's systemd properties (InvocationID, MainPID,
+    ExecMainStartTimestamp, as library/sglang_unit_state.py reads them; a unit not installed yet: empty InvocationID,
+    MainPID 0), and whether it is the process the last full proof saw (the install skips its runtime check then)."""
+    props = properties or {}
     process = {"invocation_id": props.get("InvocationID", ""), "main_pid": props.get("MainPID", "0"),
                "exec_main_start": props.get("ExecMainStartTimestamp", "")}
     proven = process["main_pid"] != "0" and (record or {}).get("process", {}) == process
@@ -186,7 +182,7 @@ def live_state(before, changed_this_run, restarted_this_run, runtime_changed, pr
     before: the store's snapshot the render phase took ({entries}; the entry marked current holds the live
     files; {} when no deploy ran, as in a rollback); changed_this_run / restarted_this_run: the flags the deploy
     (or a restore) noted; runtime_changed: whether this run switched the runtime; process: the serving process
-    (proof_state.yml); versions: the runtime's versions; context_target: the server's proof target."""
+    (transaction_proof.decide); versions: the runtime's versions; context_target: the server's proof target."""
     flags = {"changed_this_run": changed_this_run, "restarted_this_run": restarted_this_run,
              "runtime_changed": runtime_changed}
     for name, value in flags.items():

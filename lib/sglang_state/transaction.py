@@ -112,21 +112,17 @@ def render(ex, args, run):
 
 
 def read_unit(ex, service, record_path=None):
-    """The unit read in one call (library/sglang_unit_state.py: one `systemctl show`): {show, record}. show: its
-    "Key=value" lines - whether it failed, runs and is enabled, and which process serves (proof_level's
-    serving_process reads them); record: the last full proof's record at record_path ({} when none was asked for,
-    or there is none)."""
+    """The unit read in one call (library/sglang_unit_state.py: one `systemctl show`): {properties, record}.
+    properties: whether it failed, runs and is enabled (ActiveState, UnitFileState), and which process serves
+    (proof_level.serving_process reads them); record: the last full proof's record at record_path ({} when none was
+    asked for, or there is none)."""
     args = {"unit": service}
     if record_path:
         args["record"] = record_path
     result = succeeded(ex.module(UNIT_MODULE, args), "reading the unit %s" % service)
-    record = result.get("record")
-    return {"show": [str(line) for line in result.get("show") or []],
+    properties, record = result.get("properties"), result.get("record")
+    return {"properties": properties if isinstance(properties, dict) else {},
             "record": record if isinstance(record, dict) else {}}
-
-
-def _properties(lines):
-    return dict(line.partition("=")[::2] for line in lines if "=" in line)
 
 
 def _systemctl(ex, verb, service):
@@ -182,8 +178,8 @@ def _journal(ex, service, api_key):
 
 def start(ex, args, run):
     """Phase 2. args: host, multinode, service, files_changed, nodes {node: its render result} (the server's nodes in
-    this batch), store, files, state_manifest, wait {url, unit, timeout, api_key}, proven_process (the process the
-    last full proof saw: its record's, {} when never proven)."""
+    this batch), store, files, state_manifest, wait {url, unit, timeout, api_key}, record (the last full proof's, as
+    observe read it: {} when never proven)."""
     service, multinode = args["service"], bool(args["multinode"])
     changed = {node: bool((result or {}).get("files_changed")) for node, result in (args.get("nodes") or {}).items()}
     peers = peer_restart(changed, args["host"], multinode, run["changed_this_run"])
@@ -194,20 +190,19 @@ def start(ex, args, run):
     if args["files_changed"]:
         _store(ex, args["store"], [item["dest"] for item in args["files"]], state="snapshot",
                manifest=args["state_manifest"])
-    shown = read_unit(ex, service)["show"]
-    unit = _properties(shown)
+    unit = read_unit(ex, service)["properties"]
+    serving = serving_process(unit, args.get("record"))
     if args["files_changed"] or peers["restart"] or unit.get("ActiveState") == "failed":
         _restart(ex, service, run)
     elif unit.get("ActiveState") == "active" and unit.get("UnitFileState") == "enabled":
         # running and enabled, its files as they were: nothing to start, and the process read is the serving one
-        run["process"] = serving_process(shown)["process"]
+        run["process"] = serving["process"]
     else:
         started = succeeded(ex.module("ansible.builtin.systemd_service",
                                       {"name": service, "state": "started", "enabled": True}),
                             "starting %s" % service)
         run["restarted_this_run"] = run["restarted_this_run"] or bool(started.get("changed"))
-    proven = run.get("process") or {}
-    if proven.get("main_pid", "0") != "0" and proven == args.get("proven_process"):
+    if run.get("process") and serving["proven"]:
         # nothing started, and the process that serves is the one the last full proof saw: it has answered since
         # it booted, and the proof's check (a short prompt) asks it again; no /health_generate wait first
         ready = {"ready": True, "msg": "", "elapsed_s": None}

@@ -19,14 +19,14 @@ from sglang_state.transaction import STORE_MODULE, PhaseFailed, read_unit, succe
 
 
 def _process(ex, service, record):
-    return serving_process(read_unit(ex, service)["show"], record)
+    return serving_process(read_unit(ex, service)["properties"], record)
 
 
 def observe(ex, args):
     """args: record_path, service. {record, process, proven}: one module call reads both (a missing or unreadable
     record is {}: the proof is then the full one)."""
     read = read_unit(ex, args["service"], args["record_path"])
-    serving = serving_process(read["show"], read["record"])
+    serving = serving_process(read["properties"], read["record"])
     return {"phase": "observe", "changed": False, "record": read["record"], **serving}
 
 

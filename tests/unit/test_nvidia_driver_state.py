@@ -4,6 +4,7 @@
 import pathlib
 
 import nvidia_driver_state as module
+from ansible.module_utils.sglang_systemd import parse_show
 
 FIXTURES = pathlib.Path(__file__).resolve().parents[1] / "fixtures" / "nvidia"
 
@@ -64,9 +65,10 @@ def test_the_services_state_from_one_systemctl_show():
     out = ("Id=nvidia-persistenced.service\nActiveState=active\nUnitFileState=enabled\n\n"
            "Id=nvidia-fabricmanager.service\nActiveState=inactive\nUnitFileState=disabled\n\n"
            "Id=nosuch.service\nActiveState=inactive\nUnitFileState=\n")
-    assert module.parse_show(out, ["nvidia-persistenced", "nvidia-fabricmanager.service", "nosuch"]) == {
+    shown = parse_show(out, ["nvidia-persistenced", "nvidia-fabricmanager.service", "nosuch"])
+    assert module.services_state(shown) == {
         "nvidia-persistenced": {"active": True, "enabled": True},
         "nvidia-fabricmanager.service": {"active": False, "enabled": False},
         "nosuch": {"active": False, "enabled": False}}
-    assert module.parse_show("", ["nvidia-persistenced"]) == {"nvidia-persistenced": {"active": False,
-                                                                                      "enabled": False}}
+    assert module.services_state(parse_show("", ["nvidia-persistenced"])) == {
+        "nvidia-persistenced": {"active": False, "enabled": False}}

@@ -121,18 +121,18 @@ def test_the_proof_that_ran_is_the_full_one_a_check_escalated_to_with_its_reason
 
 
 def test_the_serving_process_is_the_proven_one_only_when_the_same_start_still_runs():
-    lines = ["InvocationID=1f2e", "MainPID=4242", "ExecMainStartTimestamp=Tue 2026-12-01 08:00:00 UTC"]
-    got = serving_process(lines, record())
+    props = {"InvocationID": "1f2e", "MainPID": "4242", "ExecMainStartTimestamp": "Tue 2026-12-01 08:00:00 UTC"}
+    got = serving_process(props, record())
     assert got == {"process": PROCESS, "proven": True}
-    assert serving_process(lines[:1] + ["MainPID=4343"] + lines[2:], record())["proven"] is False
-    assert serving_process(lines, {})["proven"] is False
+    assert serving_process(dict(props, MainPID="4343"), record())["proven"] is False
+    assert serving_process(props, {})["proven"] is False
 
 
 def test_a_unit_not_installed_yet_runs_nothing_proven():
-    got = serving_process(["InvocationID=", "MainPID=0", "ExecMainStartTimestamp="], record(process={
+    got = serving_process({"InvocationID": "", "MainPID": "0", "ExecMainStartTimestamp": ""}, record(process={
         "invocation_id": "", "main_pid": "0", "exec_main_start": ""}))
     assert got == {"process": {"invocation_id": "", "main_pid": "0", "exec_main_start": ""}, "proven": False}
-    assert serving_process([], None)["process"]["main_pid"] == "0"
+    assert serving_process({}, None)["process"]["main_pid"] == "0"
 
 
 ENTRY = {"name": "20261201T080000000000Z", "current": True, "files": dict(FILES)}

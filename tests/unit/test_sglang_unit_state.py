@@ -12,8 +12,8 @@ import sglang_unit_state as unit_state
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 MODULE = os.path.join(REPO, "library", "sglang_unit_state.py")
-# systemd 252 (Debian 12) for a running, enabled unit
-SHOW = ["ActiveState=active", "UnitFileState=enabled", "InvocationID=1f2e3d4c", "MainPID=4242",
+# systemd 252 (Debian 12) for a running, enabled unit: Id first, then the properties asked
+SHOW = ["Id=sglang.service", "ActiveState=active", "UnitFileState=enabled", "InvocationID=1f2e3d4c", "MainPID=4242",
         "ExecMainStartTimestamp=Tue 2026-12-01 08:00:00 UTC"]
 
 
@@ -31,15 +31,16 @@ def run(tmp_path, **args):
     return json.loads(proc.stdout)
 
 
-def test_the_show_lines_and_the_record_in_one_call(tmp_path):
+def test_the_unit_properties_and_the_record_in_one_call(tmp_path):
     record = tmp_path / "last-full-proof.json"
     record.write_text(json.dumps({"full_at": "2026-12-01T08:05:00+00:00", "process": {"main_pid": "4242"}}))
     got = run(tmp_path, unit="sglang", record=str(record))
-    assert got["show"] == SHOW and got["record"]["full_at"] == "2026-12-01T08:05:00+00:00"
+    assert got["properties"] == dict(line.split("=", 1) for line in SHOW)
+    assert got["record"]["full_at"] == "2026-12-01T08:05:00+00:00"
     assert got["record_problem"] == "" and not got["changed"]
     assert (tmp_path / "argv").read_text().split() == [
-        "show", "sglang", "-p", "ActiveState", "-p", "UnitFileState", "-p", "InvocationID", "-p", "MainPID", "-p",
-        "ExecMainStartTimestamp"]
+        "show", "-p", "Id", "-p", "ActiveState", "-p", "UnitFileState", "-p", "InvocationID", "-p", "MainPID", "-p",
+        "ExecMainStartTimestamp", "--", "sglang"]
     assert "record" not in run(tmp_path, unit="sglang")
 
 

@@ -49,10 +49,11 @@ class FakeHost:
             return {"changed": False}
         if name == transaction.UNIT_MODULE:
             state = "failed" if self.failed_unit else "active" if self.running else "inactive"
-            return {"show": ["ActiveState=%s" % state, "UnitFileState=%s" % self.unit_file_state,
-                             "InvocationID=%s" % ("1f2e" if self.running else ""),
-                             "MainPID=%s" % ("4242" if self.running else "0"),
-                             "ExecMainStartTimestamp=Tue 2026-12-01 08:00:00 UTC"]}
+            return {"properties": {"Id": "sglang.service", "ActiveState": state,
+                                   "UnitFileState": self.unit_file_state,
+                                   "InvocationID": "1f2e" if self.running else "",
+                                   "MainPID": "4242" if self.running else "0",
+                                   "ExecMainStartTimestamp": "Tue 2026-12-01 08:00:00 UTC"}}
         if name == transaction.FILES_MODULE:
             assert secret  # the env file and the config hold keys: the call is never logged
             written = []
@@ -207,7 +208,7 @@ def test_a_re_run_whose_process_is_the_proven_one_does_not_wait_and_another_proc
         host.task_plan = plan
         run = transaction.new_run()
         rendered = transaction.render(host, render_args(), run)
-        started = transaction.start(host, dict(start_args("ct200", rendered), proven_process=recorded), run)
+        started = transaction.start(host, dict(start_args("ct200", rendered), record={"process": recorded}), run)
         assert started["ready"] and (transaction.WAIT_MODULE in host.calls) is waits
 
 

@@ -8,7 +8,8 @@ import pytest
 from sglang_state import transaction_proof as proof
 from sglang_state.transaction import PhaseFailed
 
-PROCESS = ["InvocationID=1f2e", "MainPID=4242", "ExecMainStartTimestamp=Tue 2026-12-01 08:00:00 UTC"]
+PROCESS = {"Id": "sglang.service", "InvocationID": "1f2e", "MainPID": "4242",
+           "ExecMainStartTimestamp": "Tue 2026-12-01 08:00:00 UTC"}
 SMOKE = {"ok": True, "level": "full", "pool_tokens": 200064, "min_pool_tokens": 200000, "context_target": 200000,
          "context_length": 200000, "prompt_tokens": 196004, "elapsed_s": 41.0, "decode": {"tokens": 16}}
 
@@ -22,7 +23,7 @@ class FakeHost:
     def module(self, name, args, secret=False):
         self.calls.append((name, args.get("state")))
         if name == "sglang_unit_state":
-            result = {"show": list(self.process)}
+            result = {"properties": dict(self.process)}
             if args.get("record"):  # as the module reads it: a dict, else {} and why
                 try:
                     value = json.loads(self.record_bytes) if self.record_bytes is not None else None
@@ -159,7 +160,7 @@ def test_a_job_that_outlives_its_backstop_is_a_failed_proof_and_other_nodes_prov
 
 
 def test_decide_takes_the_process_the_start_phase_read_when_it_started_nothing():
-    host = FakeHost(process=["InvocationID=other", "MainPID=1", "ExecMainStartTimestamp=x"])
+    host = FakeHost(process={"InvocationID": "other", "MainPID": "1", "ExecMainStartTimestamp": "x"})
     process = {"invocation_id": "1f2e", "main_pid": "4242", "exec_main_start": "Tue 2026-12-01 08:00:00 UTC"}
     decided = proof.decide(host, {"record": {}, "service": "sglang", "context_target": 200000}, {"process": process})
     assert decided["process"] == process and host.calls == []  # no second systemctl show
