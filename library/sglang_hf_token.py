@@ -63,11 +63,10 @@ folders:
 import grp  # noqa: E402 - ansible-test wants the imports after the documentation
 import os  # noqa: E402
 import pwd  # noqa: E402
-import stat  # noqa: E402
 
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402
 from ansible.module_utils.sglang_errors import failures_as_sentences  # noqa: E402
-from ansible.module_utils.sglang_files import ensure_folder, write_atomic  # noqa: E402
+from ansible.module_utils.sglang_files import NotPlainFile, ensure_folder, matches, write_atomic  # noqa: E402
 
 
 def dirs_below(home, path):
@@ -89,20 +88,6 @@ def folders(path, home, etc_dir):
     if folder.rstrip("/") == etc_dir.rstrip("/"):
         return [(folder, "root", 0o750, False)]
     return [(os.path.dirname(folder), "user", 0o700, True), (folder, "user", 0o700, True)]
-
-
-def file_differs(path, content, uid):
-    try:
-        status = os.lstat(path)
-    except FileNotFoundError:
-        return True
-    if not stat.S_ISREG(status.st_mode):
-        raise ValueError("%s is not a regular file (a folder, a link or a device): give sglang_hf_token_file a "
-                         "file's path" % path)
-    if (status.st_uid, stat.S_IMODE(status.st_mode), status.st_size) != (uid, 0o600, len(content)):
-        return True
-    with open(path, "rb") as handle:
-        return handle.read() != content
 
 
 def main():
@@ -136,7 +121,11 @@ def main():
                 if ensure_folder(folder, uid, gid, mode, module.check_mode):
                     set_folders.append(folder)
             content = (p["token"] + "\n").encode("utf-8")
-            write = file_differs(p["path"], content, user.pw_uid)
+            try:
+                write = not matches(p["path"], content, 0o600, (user.pw_uid, user.pw_gid))
+            except NotPlainFile:
+                raise ValueError("%s is not a regular file (a folder, a link or a device): give sglang_hf_token_file "
+                                 "a file's path" % p["path"]) from None
             if write and not module.check_mode:
                 write_atomic(p["path"], content, 0o600, (user.pw_uid, user.pw_gid))
         except (OSError, ValueError) as error:

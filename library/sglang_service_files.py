@@ -103,11 +103,16 @@ diff:
 import grp  # noqa: E402 - ansible-test wants the imports after the documentation
 import os  # noqa: E402
 import pwd  # noqa: E402
-import stat  # noqa: E402
 
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402
 from ansible.module_utils.sglang_errors import failures_as_sentences  # noqa: E402
-from ansible.module_utils.sglang_files import NotPlainFile, ensure_folder, read_plain, write_atomic  # noqa: E402
+from ansible.module_utils.sglang_files import (  # noqa: E402
+    NotPlainFile,
+    ensure_folder,
+    matches,
+    read_plain,
+    write_atomic,
+)
 
 
 def ids(owner, group):
@@ -133,37 +138,24 @@ def octal(mode, where):
     return value
 
 
-def current(path):
-    """(bytes, uid, gid, mode) of the file at path; None when there is none, or it is a link or not a regular
-    file (replaced by a file). A folder is refused: replacing it would lose what is in it."""
-    try:
-        status = os.lstat(path)
-    except FileNotFoundError:
-        return None
-    if stat.S_ISDIR(status.st_mode):
-        raise ValueError("%s is a folder: move it away, the file goes there" % path)
-    if not stat.S_ISREG(status.st_mode):
-        return None
-    try:
-        data = read_plain(path)
-    except NotPlainFile:
-        return None
-    return data, status.st_uid, status.st_gid, stat.S_IMODE(status.st_mode)
-
-
 def put(item, check_mode):
-    """(changed, before text or None) for one file; written when changed, unless check_mode."""
+    """(changed, before text) for one file; written when changed, unless check_mode. A link or a special file where
+    the file goes is replaced by the file (as Ansible's template action does); a folder is refused: replacing it
+    would lose what is in it."""
     secret = item.get("secret_content") is not None
-    text = item["secret_content"] if secret else item["content"]
-    data = text.encode("utf-8")
+    data = (item["secret_content"] if secret else item["content"]).encode("utf-8")
     uid, gid = ids(item["owner"], item["group"])
     mode = octal(item["mode"], item["dest"])
-    found = current(item["dest"])
-    if found == (data, uid, gid, mode):
-        return False, None
+    try:
+        if matches(item["dest"], data, mode, (uid, gid)):
+            return False, None
+        before = read_plain(item["dest"]).decode("utf-8", "replace") if os.path.exists(item["dest"]) else ""
+    except NotPlainFile:
+        if os.path.isdir(item["dest"]) and not os.path.islink(item["dest"]):
+            raise ValueError("%s is a folder: move it away, the file goes there" % item["dest"]) from None
+        before = ""
     if not check_mode:
         write_atomic(item["dest"], data, mode, (uid, gid))
-    before = found[0].decode("utf-8", "replace") if found else ""
     return True, before
 
 

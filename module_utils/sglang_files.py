@@ -24,9 +24,9 @@ class NotPlainFile(OSError):
 
 
 def _kind_of(mode):
-    for test, name in ((stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a named pipe (FIFO)"),
-                       (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
-                       (stat.S_ISSOCK, "a socket")):
+    for test, name in ((stat.S_ISLNK, "a symbolic link"), (stat.S_ISDIR, "a folder"),
+                       (stat.S_ISFIFO, "a named pipe (FIFO)"), (stat.S_ISCHR, "a character device"),
+                       (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket")):
         if test(mode):
             return name
     return "not a regular file"
@@ -103,6 +103,21 @@ def write_atomic(path, content, mode=None, owner=None):
     takes its place."""
     data = content.encode("utf-8") if isinstance(content, str) else content
     _replace_with(path, lambda out: out.write(data), mode, owner)
+
+
+def matches(path, data, mode, owner):
+    """True when path is a regular file that holds data (bytes) with this mode and owner (uid, gid): nothing to
+    write. False when there is no file there or it differs; NotPlainFile when path is something else (a symbolic
+    link, a folder, a FIFO, a device): the caller says whether that is replaced or refused."""
+    try:
+        status = os.lstat(path)
+    except FileNotFoundError:
+        return False
+    if not stat.S_ISREG(status.st_mode):
+        raise NotPlainFile(path, "is %s, not a regular file" % _kind_of(status.st_mode))
+    if (status.st_uid, status.st_gid, stat.S_IMODE(status.st_mode), status.st_size) != (*owner, mode, len(data)):
+        return False
+    return read_plain(path) == data
 
 
 def ensure_folder(folder, uid, gid, mode, check_mode):
