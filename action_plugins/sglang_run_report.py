@@ -7,6 +7,8 @@ unit and the host's stored calibrations through the connection. Its documentatio
 
 from __future__ import annotations
 
+import base64
+import binascii
 import json
 import os
 import sys
@@ -20,7 +22,21 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.realpath(__file__)), os.
 
 from sglang_report.report import calibration_source, write_run_report  # noqa: E402
 from sglang_report.summary import summary_lines  # noqa: E402
-from sglang_state.transaction import slurped  # noqa: E402
+
+# The unit and a calibration fact are a few KiB; anything much larger is not one of ours.
+READ_LIMIT = 1 << 20
+
+
+def slurped(result):
+    """A slurp result's content as bytes; None when the read failed, the content is not base64 or is over
+    READ_LIMIT."""
+    if not isinstance(result, dict) or result.get("failed") or not result.get("content"):
+        return None
+    try:
+        data = base64.b64decode(result["content"])
+    except (binascii.Error, ValueError, TypeError):
+        return None
+    return data if len(data) <= READ_LIMIT else None
 
 
 class ActionModule(ActionBase):

@@ -20,9 +20,6 @@ PhaseFailed with one sentence; the action returns it as a failed result with `ru
 
 from __future__ import annotations
 
-import base64
-import binascii
-
 import sglang_kvplan
 
 from sglang_state.correction import correction
@@ -53,23 +50,6 @@ def succeeded(result, what):
         message = (result or {}).get("msg") if isinstance(result, dict) else None
         raise PhaseFailed("%s: %s" % (what, message or "failed"))
     return result
-
-
-# A file the role reads back through slurp (a proof record, a unit, a calibration fact) is a few KiB; anything much
-# larger is not one of ours.
-SLURP_LIMIT = 1 << 20
-
-
-def slurped(result):
-    """A slurp result's content as bytes; None when the read failed, the content is not base64 or is over
-    SLURP_LIMIT."""
-    if not isinstance(result, dict) or result.get("failed") or not result.get("content"):
-        return None
-    try:
-        data = base64.b64decode(result["content"])
-    except (binascii.Error, ValueError, TypeError):
-        return None
-    return data if len(data) <= SLURP_LIMIT else None
 
 
 def _store(ex, store, files, **args):
