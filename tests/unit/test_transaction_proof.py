@@ -3,8 +3,11 @@ serving process read at the start of a run, this node's proof decided from them 
 proof the proven mark and the record (a check writes nothing; a failed proof marks nothing)."""
 
 import json
+import os
+import tempfile
 
 import pytest
+import sglang_unit_state
 from sglang_state import transaction_proof as proof
 from sglang_state.transaction import PhaseFailed
 
@@ -24,12 +27,13 @@ class FakeHost:
         self.calls.append((name, args.get("state")))
         if name == "sglang_unit_state":
             result = {"properties": dict(self.process)}
-            if args.get("record"):  # as the module reads it: a dict, else {} and why
-                try:
-                    value = json.loads(self.record_bytes) if self.record_bytes is not None else None
-                except (ValueError, RecursionError):
-                    value = None
-                result["record"] = value if isinstance(value, dict) else {}
+            if args.get("record"):  # the record file on the fake host, read by the module's own reader
+                with tempfile.TemporaryDirectory() as folder:
+                    path = os.path.join(folder, "last-full-proof.json")
+                    if self.record_bytes is not None:
+                        with open(path, "wb") as handle:
+                            handle.write(self.record_bytes)
+                    result["record"], result["record_problem"] = sglang_unit_state.read_record(path)
             return result
         if name == "sglang_backup_store":
             return {"changed": True, "name": "e2", "entries": [{"name": "e2", "files": {"unit": "abc"}}]}
