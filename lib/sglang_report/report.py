@@ -232,19 +232,19 @@ def measured_tradeoff(report):
 PICTURE = "picture.png"
 
 
-def picture(facts, title, previous_dir=None, previous=None):
+def picture(facts, title, previous_path=None, previous=None):
     """(png bytes, curve data, key) for the plan in `facts`, or (None, None, None) without a plan. The key is the
-    digest of what the picture shows: when the previous report (in previous_dir) drew the same, its PNG is taken
-    as it is - a re-run that changed nothing draws nothing (matplotlib's import and drawing cost most of the
-    report's time)."""
+    digest of what the picture shows: when the previous report (previous_report()'s path and content) drew the same,
+    the PNG beside it is taken as it is - a re-run that changed nothing draws nothing (matplotlib's import and
+    drawing cost most of the report's time)."""
     spec, plan = facts.get("sglang_kv_spec"), facts.get("sglang_kv_plan_result")
     if not spec or not plan:
         return None, None, None
     data = curves(spec, plan, measured_boots(facts))
     key = hashlib.sha256(json.dumps([data, title], sort_keys=True, default=str).encode("utf-8")).hexdigest()
-    if previous_dir and ((previous or {}).get("picture") or {}).get("key") == key:
+    if previous_path and ((previous or {}).get("picture") or {}).get("key") == key:
         try:
-            with open(os.path.join(previous_dir, PICTURE), "rb") as handle:
+            with open(os.path.join(os.path.dirname(previous_path), PICTURE), "rb") as handle:
                 return handle.read(), data, key
         except OSError:
             pass  # drawn again below
@@ -392,7 +392,7 @@ def write_run_report(facts, root, stamp, generated_at):
     previous_path, previous = previous_report(host_dir, exclude=out)
     report = build_report(facts, generated_at, previous, previous_path)
     png, data, key = picture(facts, "%s: %s" % (report["host"], _fmt(report["plan"].get("explanation"))),
-                             os.path.dirname(previous_path) if previous_path else None, previous)
+                             previous_path, previous)
     if data:
         report["picture"] = {"ceiling": data["ceiling"], "measured": data["measured"], "key": key,
                              "tradeoff": {k: v for k, v in data["tradeoff"].items() if not isinstance(v, list)}}

@@ -7,11 +7,10 @@ touches its folder), checked (versions, torch's CUDA build and GPUs, the kernels
 complete; the unit names it when the deploy renders it, so a restored unit switches the code too.
 
 A re-run with the same package set finds it, and prunes what nothing names, with one module call (then the service
-user): a
-controller-side wheel enters the digest by the sha256 the controller reads (the executor's controller_sha256), so a
-complete runtime is found by its manifest without copying anything, and its versions come from that same call's read
-of the manifest, with no pip and no python started. Wheels are copied to the host
-only for a build. A host deployed before runtimes (its single sglang_venv) keeps that venv as its first runtime
+user): a controller-side wheel enters the digest by the sha256 the controller reads (the executor's
+controller_sha256), so a complete runtime is found by its manifest without copying anything, and its versions come
+from that same call's read of the manifest, with no pip and no python started. Wheels are copied to the host only for
+a build. A host deployed before runtimes (its single sglang_venv) keeps that venv as its first runtime
 when it holds exactly the asked versions (adopted, recorded, nothing reinstalled); it is never modified again.
 
 Plain Python over the transaction's executor (action_plugins/sglang_deploy.py, phase `install`); the unit tests
