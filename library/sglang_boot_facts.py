@@ -15,6 +15,10 @@ description:
     speculative draft model SGLang logs a second pair (the draft's); it is reported apart under C(draft).
   - Also reads the pool (C(KV Cache is allocated), C(max_total_num_tokens=...)), the memory left after the pool
     (C(Memory pool end. avail mem)) and after CUDA-graph capture, and the C(--max-total-tokens) warning.
+  - The boot's times, each null when the journal does not say, C(times_source) naming the line each was read
+    from - C(weight_load_s) and C(graph_capture_s) from SGLang's own C(elapsed=) figures (the slowest rank),
+    else from the bracket times of the phase's first and last line; C(ready_s) from the unit's start
+    (C(ExecMainStartTimestampMonotonic)) to the journal entry of C(The server is fired up and ready to roll!).
   - A journal without boot lines (rotated, or the unit has not logged yet) is not an error; C(found) is false then.
   - Changes nothing.
 version_added: "1.0.0"
@@ -106,6 +110,29 @@ error:
   description: The exception SGLang logged, if it failed to start.
   type: str
   returned: always
+weight_load_s:
+  description: Seconds the target's weights took to load on the slowest rank (SGLang's C(Load weight end.
+    elapsed=), else the bracket times of its begin and end lines); null when the journal does not say.
+  type: float
+  returned: always
+  sample: 312.4
+graph_capture_s:
+  description: Seconds of CUDA-graph capture on the slowest rank, all captures of the boot summed (target and
+    draft, decode and prefill); null when none was logged (CPU, C(--disable-cuda-graph)).
+  type: float
+  returned: always
+  sample: 41.2
+ready_s:
+  description: Seconds from the unit's start to SGLang's C(ready to roll) line, on the host's monotonic clock;
+    null when systemd or the journal does not say.
+  type: float
+  returned: always
+  sample: 371.9
+times_source:
+  description: For each of weight_load_s, graph_capture_s and ready_s, the line (or the reason for null) it
+    was read from.
+  type: dict
+  returned: always
 invocation_id:
   description: The systemd invocation the lines were read from.
   type: str
@@ -114,7 +141,7 @@ invocation_id:
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.sglang_errors import failures_as_sentences
-from ansible.module_utils.sglang_journal import parse_boot_log
+from ansible.module_utils.sglang_journal import journal_entries, parse_boot_log, ready_seconds
 
 __all__ = ["parse_boot_log"]
 
@@ -124,16 +151,23 @@ def main():
     with failures_as_sentences(module, "sglang_boot_facts"):
         unit = module.params["unit"]
         systemctl, journalctl = module.get_bin_path("systemctl", True), module.get_bin_path("journalctl", True)
-        rc, out, err = module.run_command([systemctl, "show", "-p", "InvocationID", "--value", unit])
-        invocation = out.strip()
+        rc, out, err = module.run_command([systemctl, "show", "-p", "InvocationID", "-p",
+                                           "ExecMainStartTimestampMonotonic", unit])
+        props = dict(line.split("=", 1) for line in out.splitlines() if "=" in line)
+        invocation = props.get("InvocationID", "").strip()
         if rc != 0 or not invocation:
             module.fail_json(msg="%s has not run since boot (no InvocationID): start it first. %s"
                              % (unit, err.strip()))
-        rc, text, err = module.run_command([journalctl, "--no-pager", "-o", "cat",
+        # JSON, not "-o cat": each entry's monotonic time gives ready_s against the unit's start.
+        rc, text, err = module.run_command([journalctl, "--no-pager", "-o", "json", "--output-fields=MESSAGE",
                                             "_SYSTEMD_INVOCATION_ID=" + invocation])
         if rc != 0:
             module.fail_json(msg="journalctl could not read %s's journal: %s" % (unit, err.strip()))
-        result = parse_boot_log(text)
+        entries = journal_entries(text)
+        result = parse_boot_log("\n".join(message for _, message in entries))
+        ready, source = ready_seconds(entries, props.get("ExecMainStartTimestampMonotonic", "").strip())
+        result["ready_s"] = ready
+        result["times_source"]["ready_s"] = source
         module.exit_json(changed=False, invocation_id=invocation, **result)
 
 

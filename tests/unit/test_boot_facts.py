@@ -161,7 +161,10 @@ def test_a_worker_prefix_changes_nothing_in_either_reading():
     assert WORKER_PREFIXED.startswith("(Worker_TP0 pid=1700) Load weight begin. avail mem=85.33 GB\n")
     assert "(Worker_TP1 pid=1701) [2026-11-29 07:05:21 TP1] Load weight begin" in WORKER_PREFIXED
     facts = module.parse_boot_log(WORKER_PREFIXED)
-    assert facts == module.parse_boot_log(LOG_059)
+    # The times alone differ: half the lines here lost their bracket time, which the fallback reads.
+    times = ("weight_load_s", "graph_capture_s", "times_source")
+    assert {k: v for k, v in facts.items() if k not in times} == {
+        k: v for k, v in module.parse_boot_log(LOG_059).items() if k not in times}
     assert facts["pool_tokens"] == 200_230 and facts["ranks"] == 2 and facts["draft"] is None
     # The boot wait reads the same lines to the same pool: one parser, one answer.
     assert boot_progress(WORKER_PREFIXED)["kv_tokens"] == boot_progress(LOG_059)["kv_tokens"] == 200_230
