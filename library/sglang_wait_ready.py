@@ -16,7 +16,8 @@ description:
     C(starting); C(joining the process group) (C(Init parallel begin) in 0.5.23, C(Init torch distributed
     begin) in 0.5.9; across nodes, a boot that stays there waits for a node that has not joined);
     C(loading weights) with shard k/n and percent from
-    C(Loading safetensors checkpoint shards: NN% Completed | k/n) (C(weight_utils.py), tqdm with
+    C(Loading safetensors checkpoint shards: NN% Completed | k/n) or, where loading is multi-threaded (the
+    default from 0.5.10), C(Multi-thread loading shards: NN% Completed | k/n) (C(weight_utils.py), tqdm with
     C(BAR_FORMAT) from C(utils/common.py)); C(loading the draft model) (a second C(Load weight begin) on a
     rank, the speculative draft's); C(allocating the KV cache) (after C(Load weight end), until
     C(KV Cache is allocated.) with its token count); C(capturing CUDA graphs) (C(Capture cuda graph begin), with

@@ -18,6 +18,7 @@ from run_double import model_dir  # noqa: E402
 from sglang import _double_gpu as sim  # noqa: E402
 from sglang._double_args import load_table  # noqa: E402
 from sglang.launch_server import boot, prepare_server_args  # noqa: E402
+from sglang_kvplan import loader  # noqa: E402
 from test_double_release import DFLASH_DRAFT, _draft, _gpu  # noqa: E402
 
 # (release, a phrase only that wording has, a phrase it must not have): each from the wheel's source (sim.LOG_LINES)
@@ -73,6 +74,9 @@ def test_each_release_words_its_lines_and_the_parser_reads_them_to_the_booted_nu
     # without the scheduler's summary line the pool is read from the KV Cache line itself, in each wording
     alone = parse_boot_log("\n".join(line for line in out.splitlines() if "max_total_num_tokens=" not in line))
     assert alone["pool_tokens"] == state["max_total_num_tokens"]
+    # the boot's times, from each wording's own elapsed= / Time elapsed: figures
+    assert facts["weight_load_s"] == pytest.approx(gpu["load_seconds"], abs=0.5)
+    assert facts["graph_capture_s"] == pytest.approx(gpu["graph_seconds"], abs=0.011)
     # the graph lines of each wording count as the capture stage of a boot in progress
     assert boot_progress(out.split("Capture")[0] + "Capture" + out.split("Capture")[1].split("\n")[0])["stage"] \
         == "capturing CUDA graphs"
@@ -101,3 +105,41 @@ def test_the_table_is_keyed_on_release_and_a_post_release_is_its_base():
     assert sim.log_lines({"version": "0.5.15.post1"}) == sim.log_lines({"version": "0.5.15"}) \
         == {"weight_end": "quant", "kv_dtype": True, "graph": "0.5.14"}
     assert sim.log_lines({"version": "0.5.23+double"}) == {"weight_end": "quant", "kv_dtype": True, "graph": "0.5.22"}
+
+
+# The shard bar each release prints (model_loader/loader.py: multi-threaded by default from 0.5.10), with and
+# without the loader flags the plan sets (lib/sglang_kvplan/loader.py), read by the role's boot progress.
+MULTI, SINGLE = "Multi-thread loading shards", "Loading safetensors checkpoint shards"
+
+
+@pytest.mark.parametrize("version, planned, bar", [
+    ("0.5.9", False, SINGLE), ("0.5.9", True, MULTI),
+    ("0.5.10", False, MULTI), ("0.5.10", True, MULTI),
+    ("0.5.15", True, MULTI), ("0.5.23", False, MULTI), ("0.5.23", True, MULTI),
+])
+def test_each_release_prints_its_loaders_bar_and_the_progress_reads_it(tmp_path, capsys, version, planned, bar):
+    args = loader.loader_args(version, loader.release_flags(version), "auto", None)[0] if planned else []
+    argv = ["--model-path", model_dir(str(tmp_path)), "--tp-size", "2", "--mem-fraction-static", "0.9"] + args
+    gpu = _gpu(version=version, checkpoint_shards=4)
+    table = load_table(sim.exact_release(gpu))
+    boot(prepare_server_args(argv, table), gpu, table)
+    captured = capsys.readouterr()
+    bars = [line for line in captured.err.splitlines() if "Completed |" in line]
+    assert bars and all(line.startswith(bar + ":") for line in bars), bars
+    state = boot_progress(captured.out.split("Load weight end")[0] + "\n".join(bars) + "\n")
+    assert state["shard"] == [4, 4] and state["percent"] == 100
+
+
+def test_prefetch_alone_on_0523_falls_back_to_one_thread_as_the_release_does(tmp_path, capsys):
+    argv = ["--model-path", model_dir(str(tmp_path)), "--mem-fraction-static", "0.9",
+            "--weight-loader-prefetch-checkpoints"]
+    gpu = _gpu(version="0.5.23")
+    table = load_table(sim.exact_release(gpu))
+    boot(prepare_server_args(argv, table), gpu, table)
+    assert SINGLE + ":" in capsys.readouterr().err
+
+
+def test_a_release_without_prefetch_refuses_the_flag_as_its_parser_does():
+    table = load_table("0.5.10")
+    with pytest.raises(SystemExit):
+        prepare_server_args(["--model-path", "/m", "--weight-loader-prefetch-checkpoints"], table)

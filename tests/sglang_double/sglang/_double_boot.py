@@ -54,6 +54,24 @@ def _progress(desc, done, total, elapsed):
           file=sys.stderr, flush=True)
 
 
+def shard_bar(args, release):
+    """The shard bar's text as the release's loader picks it: "Multi-thread loading shards" where multi-threaded
+    loading is on (0.5.10+ by default: model_loader/loader.py:482, 0.5.23 :613; 0.5.9 only when
+    --model-loader-extra-config says enable_multithread_load, loader.py:479; 0.5.23 turns it off beside
+    --weight-loader-prefetch-checkpoints unless that config names it, loader.py:665-690), else "Loading safetensors
+    checkpoint shards" (weight_utils.py: 0.5.9 :723/:817, 0.5.23 :1166/:1371)."""
+    try:
+        extra = json.loads(getattr(args, "model_loader_extra_config", None) or "{}")
+    except ValueError:
+        extra = {}
+    extra = extra if isinstance(extra, dict) else {}
+    on = extra.get("enable_multithread_load", sim.version_tuple(release) >= (0, 5, 10))
+    if (sim.version_tuple(release) >= (0, 5, 23) and getattr(args, "weight_loader_prefetch_checkpoints", False)
+            and not {"enable_multithread_load", "num_threads"} & extra.keys()):
+        on = False
+    return "Multi-thread loading shards" if on else "Loading safetensors checkpoint shards"
+
+
 def read_config(model_path):
     path = os.path.join(model_path, "config.json")
     if not os.path.isfile(path):
@@ -141,7 +159,7 @@ class Boot:
             while True:
                 time.sleep(3600)
         shards = 1 if draft else sim.checkpoint_shards(model_path, self.gpu)
-        desc = "Loading safetensors checkpoint shards"
+        desc = shard_bar(self.args, sim.exact_release(self.gpu))
         progress = _progress if self.shows_progress else (lambda *_: None)
         progress(desc, 0, shards, 0.0)
         start = time.monotonic()
