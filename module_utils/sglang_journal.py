@@ -145,7 +145,7 @@ class _Times:
                 self.graph_stamps[rank][1:] = [when, line.strip()]
 
     @staticmethod
-    def _slowest(figures, stamps, what):
+    def _slowest(figures, stamps, what, lines_read):
         """(seconds, source) of the slowest rank: its own figures first, else its bracket times."""
         if figures:
             rank = max(figures, key=lambda name: figures[name][0])
@@ -155,11 +155,13 @@ class _Times:
             rank = max(spans, key=lambda name: spans[name][1] - spans[name][0])
             return (round(spans[rank][1] - spans[rank][0], 2),
                     "%s from the bracket times, to: %s" % (what, spans[rank][2][:200]))
-        return None, None
+        return None, "no %s line in this start's journal" % lines_read
 
     def facts(self):
-        load, load_source = self._slowest(self.load, self.load_stamps, "the slowest rank's target load")
-        graph, graph_source = self._slowest(self.graph, self.graph_stamps, "the slowest rank's CUDA-graph captures")
+        load, load_source = self._slowest(self.load, self.load_stamps, "the slowest rank's target load",
+                                          "'Load weight begin'/'Load weight end' with a time or elapsed=")
+        graph, graph_source = self._slowest(self.graph, self.graph_stamps, "the slowest rank's CUDA-graph captures",
+                                            "'Capture ... graph end' with elapsed= (or a timed begin/end pair)")
         # ready_s needs the journal entries' own times and the unit's start: sglang_boot_facts sets it
         # (ready_seconds); the log text alone cannot say it.
         return {"weight_load_s": load, "graph_capture_s": graph, "ready_s": None,
