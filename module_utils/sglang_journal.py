@@ -98,7 +98,10 @@ def stamp(line):
     match = _STAMP.search(line)
     if not match:
         return None
-    when = datetime.datetime.strptime(match.group(1).replace("T", " "), "%Y-%m-%d %H:%M:%S")
+    try:
+        when = datetime.datetime.strptime(match.group(1).replace("T", " "), "%Y-%m-%d %H:%M:%S")
+    except ValueError:  # a mangled time ("2026-13-45") is no time, not a crash
+        return None
     return (when - datetime.datetime(1970, 1, 1)).total_seconds()
 
 

@@ -136,7 +136,9 @@ def test_graph_capture_time_per_release_wording(capture, seconds):
 
 
 @pytest.mark.parametrize("text", ["", "-- No entries --\n", "[TP0] Load weight end. elapsed=1.2.3 s, avail mem=1.00 GB\n",
-                                  "[TP0] Capture cuda graph end. Time elapsed: nan s.\n"])
+                                  "[TP0] Capture cuda graph end. Time elapsed: nan s.\n",
+                                  "[2026-13-45 00:00:00 TP0] Load weight begin. avail mem=1.00 GB\n"
+                                  "[2026-13-45 00:00:09 TP0] Load weight end. avail mem=0.50 GB\n"])
 def test_a_journal_without_the_lines_gives_null_not_a_crash(text):
     facts = module.parse_boot_log(text)
     assert (facts["weight_load_s"], facts["graph_capture_s"], facts["ready_s"]) == (None, None, None)
