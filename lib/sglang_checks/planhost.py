@@ -84,7 +84,10 @@ def plan_host(host, hostvars, knobs, measured=None, gpus=None, calibrations=None
         if short:
             return {"error": " ".join(short)}
         plan = planspec.plan(spec, server)
-        return {"spec": spec, "plan": dict(plan, assumptions=plan["assumptions"] + _count_unknown(knobs, per_node)),
+        load_args, load_notes = planspec.loader_args(knobs)
+        return {"spec": spec, "plan": dict(plan, args=plan["args"] + load_args,
+                                           assumptions=plan["assumptions"] + load_notes
+                                           + _count_unknown(knobs, per_node)),
                 "node": node, "server": server}
     except sglang_kvplan.KVPlanError as error:
         return {"error": "%s: %s" % (host, error)}

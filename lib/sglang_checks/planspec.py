@@ -7,6 +7,7 @@ planner's errors name the knob to change (lib/sglang_kvplan/spec.py).
 """
 
 import sglang_kvplan
+from sglang_kvplan import loader
 
 from sglang_checks import extra_args, flags
 
@@ -19,7 +20,7 @@ KNOB_KEYS = ("model", "model_config", "weights_gib_per_gpu", "context_target", "
 KNOBS = tuple("sglang_" + key for key in KNOB_KEYS) + (
     "sglang_checkpoint_gib", "sglang_speculative", "sglang_pool_rules", "sglang_gpu_memory_mib",
     "sglang_calibration", "sglang_nodes", "sglang_dist_init_host", "sglang_gpu_compute_capability",
-    "sglang_extra_args", "sglang_gpu_count")
+    "sglang_extra_args", "sglang_gpu_count", "sglang_load_accelerate")
 # Only the role uses these speculative keys (where the draft comes from), not the planner.
 ROLE_ONLY_SPECULATIVE = ("draft_model_hf_repo", "draft_model_hf_revision")
 
@@ -223,6 +224,15 @@ def chunked_prefill_size(knobs):
         return max(int(value), 0) if value is not None else None
     except ValueError:
         return None
+
+
+def loader_args(knobs):
+    """(args, notes): the weight loader's flags for the release (lib/sglang_kvplan/loader.py), with the
+    sglang_extra_args item that already sets one of them, as the release's parser reads it."""
+    version = knobs.get("sglang_version") or ""
+    given = extra_args.option_given(flags.sglang_table(version), knobs.get("sglang_extra_args"), loader.DESTS)
+    return loader.loader_args(version, loader.release_flags(version), knobs.get("sglang_load_accelerate", "auto"),
+                              given)
 
 
 def plan(spec_, server):

@@ -213,7 +213,7 @@ def test_cuda_oom_fault_half_way_through_the_weights(tmp_path):
                   {"fault": "cuda_oom_at_load", "checkpoint_shards": 4}, tmp_path)
     assert result.returncode == 1
     assert "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate" in result.stderr
-    assert "Loading safetensors checkpoint shards:  50% Completed | 2/4" in result.stderr
+    assert "Multi-thread loading shards:  50% Completed | 2/4" in result.stderr  # 0.5.23: multi-threaded by default
     facts = sglang_boot_facts.parse_boot_log(result.stdout)
     assert facts["error"].startswith("torch.OutOfMemoryError") and facts["post_load_avail_gib"] is None
 
@@ -221,9 +221,9 @@ def test_cuda_oom_fault_half_way_through_the_weights(tmp_path):
 def test_progress_lines_are_paced_over_load_seconds(tmp_path, capsys):
     argv = ["--model-path", model_dir(str(tmp_path)), "--trust-remote-code"]
     _, _, err = _boot(argv, _gpu(checkpoint_shards=64, load_seconds=0.32), capsys)
-    progress = [line for line in err.splitlines() if line.startswith("Loading safetensors checkpoint shards")]
+    progress = [line for line in err.splitlines() if line.startswith("Multi-thread loading shards")]
     assert len(progress) == 65
-    assert progress[32].startswith("Loading safetensors checkpoint shards:  50% Completed | 32/64 [00:00<00:00,")
+    assert progress[32].startswith("Multi-thread loading shards:  50% Completed | 32/64 [00:00<00:00,")
 
 
 def test_unknown_fault_is_refused(monkeypatch, tmp_path):

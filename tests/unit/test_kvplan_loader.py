@@ -75,3 +75,23 @@ def test_a_bad_knob_names_the_variable_and_the_choices(knob):
 
 def test_an_unknown_version_plans_nothing_it_cannot_cite():
     assert loader.release_flags("main") == {} and loader.release_flags("0.4.3") == {}
+
+
+# ---- the plan carries them (lib/sglang_checks/planspec.py loader_args, planhost.plan_host) -------------------
+
+def test_the_demo_plan_carries_the_loader_flags(tmp_path):
+    from test_check_fleet import ansible_inventory, in_a_template
+    hosts, hostvars, _, ansible_loader = ansible_inventory(str(tmp_path), 1)
+    plans = in_a_template("hosts | sglang_plan_hosts(hostvars)", ansible_loader, hosts=hosts, hostvars=hostvars)
+    args = plans[hosts[0]]["plan"]["args"]
+    assert args[-3:] == [loader.PREFETCH] + MULTITHREAD  # ct200: 0.5.23, prefetch default off there
+    assert any(loader.PREFETCH in note for note in plans[hosts[0]]["plan"]["assumptions"])
+
+
+def test_the_planspec_reads_the_knob_and_the_extra_args():
+    from sglang_checks import planspec
+    assert planspec.loader_args({"sglang_version": "0.5.9", "sglang_load_accelerate": "auto"})[0] == MULTITHREAD
+    assert planspec.loader_args({"sglang_version": "0.5.23", "sglang_load_accelerate": "off"})[0] == []
+    with pytest.raises(KVPlanError, match="sglang_extra_args sets --weight-loader-prefetch-checkpoints"):
+        planspec.loader_args({"sglang_version": "0.5.23", "sglang_load_accelerate": "auto",
+                              "sglang_extra_args": ["--weight-loader-prefetch-checkpoints"]})
