@@ -12,6 +12,7 @@ import json
 import os
 import re
 
+from . import clock
 from .picture import curves, draw
 
 REPORT_VERSION = 1
@@ -130,6 +131,14 @@ def headline(report, facts):
             "accept_length": decode.get("accept_length"), "decode_context_tokens": decode.get("prompt_tokens")}
 
 
+def day1_clock(raw, boot):
+    """report.json's clock: where this run's time went; a clock the report cannot read is named, never fatal."""
+    try:
+        return clock.section(raw, boot)
+    except clock.ClockError as error:
+        return {"error": str(error)}
+
+
 def build_report(facts, generated_at, previous=None, previous_path=None):
     """report.json's content from the role's facts."""
     spec, plan = facts.get("sglang_kv_spec") or {}, facts.get("sglang_kv_plan_result") or {}
@@ -188,6 +197,7 @@ def build_report(facts, generated_at, previous=None, previous_path=None):
             "decode", "concurrency")},
         "last_full_proof": {k: record.get(k) for k in LAST_FULL_PROOF} if record else None,
         "measured_boots": measured_boots(facts),
+        "clock": day1_clock(facts.get("sglang_day1_clock"), boot),
         "previous": None,
     }
     if report["restored"]:
@@ -273,6 +283,25 @@ def _change(diff, unit=""):
         return "not recorded"
     pct = "" if diff["change_pct"] is None else " (%+.1f%%)" % diff["change_pct"]
     return "%s -> %s%s, %+g%s" % (_fmt(diff["before"]), _fmt(diff["now"]), unit, diff["change"], pct)
+
+
+def clock_table(day1):
+    """The day-1 clock: a row per phase (offset from the run's first phase, duration, note) and a bar on one time
+    axis, so that what ran side by side shows side by side."""
+    if not day1:
+        return "<h2>Day-1 clock</h2><p id=\"clock\">This run kept no clock.</p>"
+    if day1.get("error"):
+        return "<h2>Day-1 clock</h2><p id=\"clock\">Not shown: %s</p>" % html.escape(day1["error"])
+    span = day1.get("wall_s") or max((p["offset_s"] + (p["seconds"] or 0) for p in day1["phases"]), default=0) or 1
+    rows = "".join(
+        "<tr><th>%s</th><td>%s</td><td>%s</td><td>%s</td><td class=\"bar\"><span style=\"margin-left:%.1f%%;"
+        "width:%.1f%%\"></span></td></tr>" % (
+            html.escape(p["name"]), html.escape(clock.duration(p["offset_s"])),
+            html.escape(clock.duration(p["seconds"])), html.escape(p["note"]),
+            100.0 * p["offset_s"] / span, max(0.5, 100.0 * (p["seconds"] or 0) / span))
+        for p in day1["phases"])
+    return ("<h2>Day-1 clock</h2><p id=\"clock-line\">%s</p><table id=\"clock\"><tr><th>phase</th><th>began after"
+            "</th><th>took</th><th>note</th><th>timeline</th></tr>%s</table>" % (html.escape(clock.line(day1)), rows))
 
 
 def render_html(report, png):
@@ -363,11 +392,13 @@ def render_html(report, png):
             ("last full proof: prefill (tokens/s)", last.get("prefill_tokens_per_s")),
             ("last full proof: decode (ms per token)", (last.get("decode") or {}).get("tpot_ms"))]),
         "<ul id=\"checks\">%s</ul>" % checks,
+        clock_table(report.get("clock")),
         "<h2>Since the previous report</h2>%s" % diff,
     ]
     style = ("body{font-family:sans-serif;max-width:1320px;margin:1em auto;color:#222}"
              "table{border-collapse:collapse;margin:.5em 0}th,td{border:1px solid #ccc;padding:.2em .6em;"
-             "text-align:left}th{background:#f4f4f4;font-weight:normal}img{max-width:100%}")
+             "text-align:left}th{background:#f4f4f4;font-weight:normal}img{max-width:100%}"
+             "td.bar{width:320px}td.bar span{display:block;height:.8em;background:#4a7fb5}")
     return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>%s</title><style>%s</style>"
             "</head><body>\n%s\n</body></html>\n" % (html.escape(title), style, "\n".join(sections)))
 

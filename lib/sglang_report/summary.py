@@ -6,6 +6,7 @@ context and the short requests at once; a check: the short prompt, and the last 
 
 import json
 
+from . import clock
 from .report import _fmt, measured_tradeoff
 
 
@@ -74,4 +75,9 @@ def summary_lines(report):
     lines += ["trade-off: " + line for line in plan.get("tradeoff") or [] if not line.startswith("speed:")]
     if proof.get("level") == "check":  # a check measures no speed: the last full proof's, named as such
         lines += ["trade-off: " + line for line in measured_tradeoff(report)]
+    day1 = report.get("clock")
+    if day1 and day1.get("error"):
+        lines.append("day-1 clock: not shown: " + day1["error"])
+    elif day1:
+        lines.append(clock.line(day1))
     return lines + _proof(report)
