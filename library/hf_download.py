@@ -9,7 +9,10 @@ module: hf_download
 short_description: Download a Hugging Face Hub model repository into a folder, resuming what an earlier run left
 description:
   - Resolves the revision to a commit (C(/api/models/<repo>/revision/<revision>?blobs=true), which lists every
-    file with its size), then fetches each file from C(/<repo>/resolve/<commit>/<file>).
+    file with its size), then fetches the files from C(/<repo>/resolve/<commit>/<file>), I(connections) of them
+    side by side (a CDN gives one connection about 40 MB/s; many fill the link).
+  - Each file's bytes are hashed as they arrive (a resumed C(.part)'s prefix first), so a whole file is checked
+    against the listed sha256 without being read again.
   - A file is written to C(<file>.part) and renamed only once it has the size the Hub lists; a C(.part) left by an
     interrupted run is continued with an HTTP C(Range) request. Files already present at their listed size are kept.
   - Written because huggingface_hub 2.x no longer resumes across processes (each process downloads to its own
@@ -46,6 +49,11 @@ options:
     description: Seconds without data before a request fails.
     type: int
     default: 60
+  connections:
+    description:
+      - Files downloaded side by side, one HTTP connection and at most 8 MiB in memory each (1 to 64).
+    type: int
+    default: 16
   poll:
     description:
       - Seconds one call downloads before it returns with RV(done=false), leaving the rest to the next call.
@@ -112,6 +120,14 @@ files_total:
   description: Files of the revision.
   returned: success
   type: int
+connections:
+  description: The files this call downloaded side by side at most.
+  returned: success
+  type: int
+bytes_fetched:
+  description: Bytes this call downloaded (what a resume fetched again shows here).
+  returned: success
+  type: int
 bytes_per_s:
   description: This call's download rate (bytes written / seconds spent downloading), null when it wrote nothing.
   returned: success
@@ -127,11 +143,13 @@ progress_clock:
   type: str
 """
 
+import concurrent.futures
 import hashlib
 import http.client
 import json
 import os
 import re
+import threading
 import time
 import urllib.error
 import urllib.parse
@@ -143,6 +161,8 @@ from ansible.module_utils.sglang_text import duration
 from ansible.module_utils.sglang_text import human_bytes as human
 
 CHUNK = 8 * 2**20
+# At most this many files at once: each holds a connection and at most CHUNK in memory.
+MAX_CONNECTIONS = 64
 # A commit as the Hub names it: it goes into every file's URL, so nothing else (a listing's "../x" would reach
 # another path on the mirror).
 COMMIT_RE = re.compile(r"^[0-9a-f]{40}$")
@@ -228,18 +248,36 @@ def _refuse(part, name, served, size):
                      "revision" % (name, served, size))
 
 
-def fetch(url, dest, size, token, timeout, deadline=None, sha256=None):
+def _prefix_digest(part, offset):
+    """sha256 of the first `offset` bytes of a .part an earlier call left (its hash state died with that process)."""
+    digest = hashlib.sha256()
+    if offset:
+        with open(part, "rb") as handle:
+            left = offset
+            while left:
+                block = handle.read(min(CHUNK, left))
+                if not block:
+                    break
+                digest.update(block)
+                left -= len(block)
+    return digest
+
+
+def fetch(url, dest, size, token, timeout, deadline=None, sha256=None, stop=None):
     """Download url to dest through dest.part, continuing a partial one.
 
-    Returns (offset resumed at, bytes written, whether dest is now whole). Past `deadline` (time.monotonic())
-    it stops reading and keeps the .part for the next call, unless the server ignored the Range. A file served at
-    another size than `size`, or whose content is not `sha256`, raises FinalError.
+    Returns (offset resumed at, bytes written, whether dest is now whole). Past `deadline` (time.monotonic()), or once
+    `stop` (a threading.Event: another file of the call failed) is set, it stops reading and keeps the .part for the
+    next call, unless the server ignored the Range. The bytes are hashed as they arrive (a resumed .part's prefix
+    first), so a whole file is checked without reading it again. A file served at another size than `size`, or whose
+    content is not `sha256`, raises FinalError.
     """
     name, part = os.path.basename(dest), dest + ".part"
     offset = os.path.getsize(part) if os.path.exists(part) else 0
     if size is not None and offset > size:
         offset = 0  # not a prefix of this file: start again
     resumed, written, stopped = offset, 0, False
+    digest = _prefix_digest(part, offset) if sha256 else None
     if size is None or offset < size:
         try:
             response = request(url, token, timeout, offset)
@@ -252,6 +290,7 @@ def fetch(url, dest, size, token, timeout, deadline=None, sha256=None):
                 ranged = True
                 if offset and response.getcode() != 206:
                     offset, resumed, ranged = 0, 0, False  # the server ignored the range: the whole file follows
+                    digest = hashlib.sha256() if sha256 else None
                 served = _served_total(response, offset)
                 if size is not None and served is not None and served != size:
                     _refuse(part, name, served, size)
@@ -262,10 +301,13 @@ def fetch(url, dest, size, token, timeout, deadline=None, sha256=None):
                         if not chunk:
                             break
                         handle.write(chunk)
+                        if digest is not None:
+                            digest.update(chunk)  # hashlib lets the other files' threads run meanwhile
                         written += len(chunk)
                         if size is not None and offset + written > size:
                             break  # more than listed: refused below, without reading the rest
-                        if deadline is not None and ranged and time.monotonic() >= deadline:
+                        if ranged and ((deadline is not None and time.monotonic() >= deadline)
+                                       or (stop is not None and stop.is_set())):
                             stopped = True
                             break
     have = os.path.getsize(part)
@@ -273,13 +315,40 @@ def fetch(url, dest, size, token, timeout, deadline=None, sha256=None):
         return resumed, written, False
     if size is not None and have != size:
         _refuse(part, name, have, size)
-    if sha256 and sha256_of(part) != sha256:
-        got = sha256_of(part)
+    got = None
+    if sha256:
+        # the running hash covers the file when it was written from `offset` on in this call; else read it whole
+        got = digest.hexdigest() if digest is not None and offset + written == have else sha256_of(part)
+    if sha256 and got != sha256:
         os.unlink(part)
         raise FinalError("%s: its content's sha256 is %s but the Hub lists %s: the copy served is not the file; it "
                          "was removed. Check sglang_hf_endpoint (a mirror serving other bytes)" % (name, got, sha256))
     os.replace(part, dest)
     return resumed, written, True
+
+
+def fetch_all(todo, urls, folder, files, digests, token, timeout, deadline, connections):
+    """The files of `todo` side by side, `connections` at a time (one HTTP stream each, each resumable by its own
+    .part): one stream is what a CDN gives a connection (about 40 MB/s), many fill the link.
+
+    Returns ({name: (offset, written, whole)} of the files begun, (name, error) of the first failure or None). After
+    a failure the other files stop at their next read and keep their .part; files not begun by the deadline are the
+    next call's."""
+    stop, results, failures = threading.Event(), {}, []
+
+    def one(name):
+        if stop.is_set() or (deadline is not None and time.monotonic() >= deadline):
+            return
+        try:
+            results[name] = fetch(urls[name], os.path.join(folder, name), files[name], token, timeout, deadline,
+                                  digests.get(name), stop)
+        except (FinalError, urllib.error.URLError, OSError, ValueError, http.client.HTTPException) as err:
+            failures.append((name, err))
+            stop.set()
+
+    with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, min(connections, len(todo) or 1))) as pool:
+        list(pool.map(one, todo))
+    return results, (failures[0] if failures else None)
 
 
 def read_verified(folder):
@@ -351,10 +420,13 @@ def main():
         "repo": {"type": "str", "required": True}, "revision": {"type": "str", "default": "main"},
         "path": {"type": "path", "required": True}, "token_file": {"type": "path"},
         "endpoint": {"type": "str", "default": "https://huggingface.co"}, "timeout": {"type": "int", "default": 60},
-        "poll": {"type": "int"},
+        "poll": {"type": "int"}, "connections": {"type": "int", "default": 16},
     }, supports_check_mode=True)
     with failures_as_sentences(module, "hf_download"):
         p = module.params
+        if not 1 <= p["connections"] <= MAX_CONNECTIONS:
+            module.fail_json(msg="connections=%r (sglang_download_connections) must be 1 to %d: the files downloaded "
+                                 "side by side, e.g. 16 for a fast link." % (p["connections"], MAX_CONNECTIONS))
         if p["poll"] is not None and p["poll"] < 1:
             module.fail_json(msg="poll=%r must be at least 1 (seconds one call downloads), or unset to download all in "
                                  "one call." % p["poll"])
@@ -400,34 +472,31 @@ def main():
                         "again." % (name, p["path"], digests[name]))
         start = time.monotonic()
         deadline = start + p["poll"] if p["poll"] else None
-        fetched, resumed, written, stopped = [], {}, 0, False
         for name in todo:
-            if deadline is not None and time.monotonic() >= deadline:
-                stopped = True  # the rest is the next call's
-                break
             dest = os.path.join(p["path"], name)
             os.makedirs(os.path.dirname(dest), exist_ok=True)
             if not os.path.realpath(dest).startswith(os.path.realpath(p["path"]) + os.sep):
                 module.fail_json(msg="%s would be written outside path=%s (through a symbolic link there): refused; "
-                                     "remove the link" % (name, p["path"]), fetched=fetched, resumed=resumed)
-            url = "%s/%s/resolve/%s/%s" % (endpoint, p["repo"], commit, urllib.parse.quote(name))
-            try:
-                offset, wrote, whole = fetch(url, dest, files[name], token, p["timeout"], deadline, digests.get(name))
-            except FinalError as err:
+                                     "remove the link" % (name, p["path"]), fetched=[], resumed={})
+        urls = {name: "%s/%s/resolve/%s/%s" % (endpoint, p["repo"], commit, urllib.parse.quote(name)) for name in todo}
+        done_files, failure = fetch_all(todo, urls, p["path"], files, digests, token, p["timeout"], deadline,
+                                        p["connections"])
+        fetched = [name for name in todo if done_files.get(name, (0, 0, False))[2]]
+        resumed = {name: got[0] for name, got in done_files.items() if got[0]}
+        written = sum(got[1] for got in done_files.values())
+        stopped = len(fetched) < len(todo)
+        for name in fetched:
+            if digests.get(name):  # fetch() checked its sha256
+                verified[name] = _stamp(os.path.join(p["path"], name)) + [digests[name]]
+        if failure:
+            if verified != read_verified(p["path"]):
+                write_verified(p["path"], verified)
+            name, err = failure
+            if isinstance(err, FinalError):
                 module.fail_json(msg="Downloading %s from %s failed: %s." % (name, p["repo"], err), fetched=fetched,
                                  resumed=resumed)
-            except (urllib.error.URLError, OSError, ValueError, http.client.HTTPException) as err:
-                module.fail_json(msg="Downloading %s from %s failed: %s. The partial file is kept; run again to resume."
-                                 % (name, p["repo"], err), fetched=fetched, resumed=resumed)
-            written += wrote
-            if whole and digests.get(name):  # fetch() checked its sha256
-                verified[name] = _stamp(dest) + [digests[name]]
-            if offset:
-                resumed[name] = offset
-            if not whole:
-                stopped = True
-                break
-            fetched.append(name)
+            module.fail_json(msg="Downloading %s from %s failed: %s. The partial file is kept; run again to resume."
+                             % (name, p["repo"], err), fetched=fetched, resumed=resumed)
         seconds = time.monotonic() - start
         if verified != read_verified(p["path"]) and os.path.isdir(p["path"]):
             write_verified(p["path"], verified)
@@ -436,6 +505,7 @@ def main():
         module.exit_json(changed=bool(fetched or written), commit=commit, fetched=fetched, resumed=resumed,
                          done=not stopped, bytes_done=have, bytes_total=total, files_done=whole_files,
                          files_total=len(files), bytes_per_s=rate, progress_clock="task",
+                         connections=p["connections"], bytes_fetched=written,
                          progress=progress_line(p["repo"], have, total, whole_files, len(files), rate, not stopped))
 
 

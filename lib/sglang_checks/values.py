@@ -169,6 +169,7 @@ def _checks(variables):
         "sglang_ready_timeout": lambda v: integer(v, 1, 86_400 * 7),
         "sglang_drain_timeout": lambda v: integer(v, 0, 86_400),
         "sglang_backup_keep": lambda v: integer(v, 1, 1000),
+        "sglang_download_connections": lambda v: integer(v, 1, 64),
         "sglang_restart_sec": lambda v: integer(v, 0, 86_400),
         "sglang_start_limit_burst": lambda v: integer(v, 1, 1000),
         "sglang_start_limit_interval_s": lambda v: integer(v, 0, 86_400 * 7),
