@@ -1,0 +1,259 @@
+#!/usr/bin/env python3
+"""Day 1's download, measured: library/hf_download.py against a stand-in Hub that caps each connection and the whole.
+
+    .venv/bin/python tests/benchmarks/bench_day1.py                 # 16 files of 64 MiB, 40 MB/s per connection,
+                                                                    # 800 MB/s in all, 3 runs of each
+    .venv/bin/python tests/benchmarks/bench_day1.py --file-mib 256  # the issue's 16 x 256 MiB (4.29 GB)
+    .venv/bin/python tests/benchmarks/bench_day1.py --with-hf       # also huggingface_hub's snapshot_download (16
+                                                                    # workers), installed into .cache/bench/hf
+
+Prints, per variant, the median wall time (min-max) against the two floors (one stream's and the total cap's), then
+the resume after a `kill -9` halfway: the bytes the stand-in sent again. The stand-in serves what the module reads
+(the revision listing with each file's sha256, `resolve` with Range) and what huggingface_hub 2.x reads (the tree
+listing, HEAD with X-Repo-Commit and ETag). Files live on /dev/shm so that the disk is not what is measured.
+Numbers only: nothing here passes or fails.
+"""
+
+import argparse
+import hashlib
+import http.server
+import json
+import os
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.parse
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+MODULE = os.path.join(REPO, "library", "hf_download.py")
+SHA = "0123456789abcdef0123456789abcdef01234567"
+NAME = "org/model"
+
+
+class Bucket:
+    """A token bucket in bytes per second (taken in pieces; a sleeping taker holds no lock)."""
+
+    def __init__(self, rate):
+        self.rate, self.lock, self.free_at = float(rate), threading.Lock(), time.monotonic()
+
+    def take(self, count):
+        with self.lock:
+            now = time.monotonic()
+            self.free_at = max(self.free_at, now) + count / self.rate
+            wait = self.free_at - now - count / self.rate
+        if wait > 0:
+            time.sleep(wait)
+
+
+class Hub(http.server.ThreadingHTTPServer):
+    daemon_threads = True
+
+    def __init__(self, root, per_connection, total):
+        super().__init__(("127.0.0.1", 0), Handler)
+        self.root, self.per_connection, self.total = root, per_connection, Bucket(total)
+        self.files = {n: os.path.getsize(os.path.join(root, n)) for n in sorted(os.listdir(root))}
+        self.digests = {}
+        self.sent, self.lock = 0, threading.Lock()
+
+
+class Handler(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *args):
+        pass
+
+    def setup(self):
+        super().setup()
+        self.bucket = Bucket(self.server.per_connection)  # kept across keep-alive requests, as a CDN's is
+
+    def _send(self, code, body=b"", headers=None, head=False):
+        self.send_response(code)
+        for key, value in dict({"Content-Length": str(len(body))}, **(headers or {})).items():
+            self.send_header(key, value)
+        self.end_headers()
+        if not head:
+            self.wfile.write(body)
+
+    def do_HEAD(self):
+        self.do_GET(head=True)
+
+    def do_GET(self, head=False):
+        hub, path = self.server, urllib.parse.urlparse(self.path).path
+        if path.startswith("/api/models/%s/revision/" % NAME) or path.startswith("/api/models/%s/tree/" % NAME):
+            entries = [{"rfilename": n, "path": n, "type": "file", "size": s, "oid": hub.digests[n][:40],
+                        "lfs": {"sha256": hub.digests[n], "size": s, "oid": hub.digests[n], "pointerSize": 134}}
+                       for n, s in hub.files.items()]
+            body = json.dumps(entries if "/tree/" in path else {"id": NAME, "sha": SHA, "siblings": entries}).encode()
+            return self._send(200, body, {"Content-Type": "application/json"}, head)
+        prefix = "/%s/resolve/" % NAME
+        name = path[len(prefix):].split("/", 1)[-1] if path.startswith(prefix) else None
+        if name not in hub.files:
+            return self._send(404, b"not found", {"X-Error-Code": "EntryNotFound"}, head)
+        size = hub.files[name]
+        start = int(self.headers["Range"].split("=")[1].split("-")[0]) if self.headers.get("Range") else 0
+        etag = '"%s"' % hub.digests[name]
+        headers = {"X-Repo-Commit": SHA, "ETag": etag, "X-Linked-Etag": etag, "X-Linked-Size": str(size),
+                   "Accept-Ranges": "bytes", "Content-Length": str(size - start)}
+        if start:
+            headers["Content-Range"] = "bytes %d-%d/%d" % (start, size - 1, size)
+        self.send_response(206 if start else 200)
+        for key, value in headers.items():
+            self.send_header(key, value)
+        self.end_headers()
+        if head:
+            return
+        piece = 256 * 1024
+        with open(os.path.join(hub.root, name), "rb") as handle:
+            handle.seek(start)
+            while True:
+                block = handle.read(piece)
+                if not block:
+                    return
+                self.bucket.take(len(block))
+                hub.total.take(len(block))
+                try:
+                    self.wfile.write(block)
+                except OSError:
+                    return
+                with hub.lock:
+                    hub.sent += len(block)
+
+
+def make_repo(folder, files, mib):
+    digests = {}
+    for i in range(1, files + 1):
+        name = "model-%05d-of-%05d.safetensors" % (i, files)
+        data = os.urandom(mib * 2**20)
+        with open(os.path.join(folder, name), "wb") as handle:
+            handle.write(data)
+        digests[name] = hashlib.sha256(data).hexdigest()
+    return digests
+
+
+def module_run(endpoint, dest, connections, kill_after=None, total=None):
+    args = os.path.join(os.path.dirname(dest), "args-%d.json" % connections)
+    with open(args, "w") as handle:
+        json.dump({"ANSIBLE_MODULE_ARGS": {"repo": NAME, "path": dest, "endpoint": endpoint,
+                                           "connections": connections}}, handle)
+    env = dict(os.environ, PYTHONPATH=os.path.join(REPO, "tests", "module_utils_path"))
+    began = time.monotonic()
+    proc = subprocess.Popen([sys.executable, MODULE, args], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env,
+                            start_new_session=True)
+    if kill_after is not None:
+        while proc.poll() is None and _on_disk(dest) < kill_after * total:
+            time.sleep(0.05)
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+        return time.monotonic() - began, None
+    out = proc.communicate()[0]
+    wall = time.monotonic() - began
+    result = json.loads(out)
+    if result.get("failed"):
+        raise SystemExit("hf_download failed: %s" % result.get("msg"))
+    return wall, result
+
+
+def _on_disk(folder):
+    return sum(os.path.getsize(os.path.join(folder, n)) for n in os.listdir(folder)) if os.path.isdir(folder) else 0
+
+
+def hf_python():
+    """A python with huggingface_hub, in .cache/bench/hf (made once, from the package index pip is set up for)."""
+    venv = os.path.join(REPO, ".cache", "bench", "hf")
+    python = os.path.join(venv, "bin", "python")
+    if not os.path.exists(python):
+        subprocess.run([sys.executable, "-m", "venv", venv], check=True)
+        subprocess.run([python, "-m", "pip", "install", "-q", "huggingface_hub"], check=True)
+    return python
+
+
+def hf_run(python, endpoint, dest, workers):
+    code = ("import huggingface_hub, sys; huggingface_hub.snapshot_download(%r, local_dir=%r, max_workers=%d)"
+            % (NAME, dest, workers))
+    env = dict(os.environ, HF_ENDPOINT=endpoint, HF_HUB_DISABLE_TELEMETRY="1", HF_HUB_OFFLINE="0",
+               HF_HOME=os.path.join(os.path.dirname(dest), "hf-home"))
+    began = time.monotonic()
+    done = subprocess.run([python, "-c", code], env=env, capture_output=True, text=True)
+    if done.returncode:
+        raise SystemExit("snapshot_download failed: %s" % done.stderr[-2000:])
+    return time.monotonic() - began
+
+
+def hf_version(python):
+    return subprocess.run([python, "-c", "import huggingface_hub; print(huggingface_hub.__version__)"],
+                          capture_output=True, text=True).stdout.strip()
+
+
+def row(label, walls, floor_one, floor_total):
+    median = statistics.median(walls)
+    print("%-44s %7.1f s (%5.1f-%5.1f)  %5.2fx one stream's floor  %5.1fx the total cap's floor" % (
+        label, median, min(walls), max(walls), median / floor_one, median / floor_total))
+    return median
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--files", type=int, default=16)
+    parser.add_argument("--file-mib", type=int, default=64)
+    parser.add_argument("--per-connection-mb", type=float, default=40.0, help="MB/s per connection")
+    parser.add_argument("--total-mb", type=float, default=800.0, help="MB/s for the whole stand-in")
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--with-hf", action="store_true", help="also huggingface_hub's snapshot_download")
+    parser.add_argument("--skip-one-stream", action="store_true", help="the slowest variant (one connection)")
+    opts = parser.parse_args()
+    work = tempfile.mkdtemp(prefix="bench-day1-", dir="/dev/shm" if os.path.isdir("/dev/shm") else None)
+    try:
+        repo = os.path.join(work, "repo")
+        os.mkdir(repo)
+        digests = make_repo(repo, opts.files, opts.file_mib)
+        hub = Hub(repo, opts.per_connection_mb * 1e6, opts.total_mb * 1e6)
+        hub.digests = digests
+        threading.Thread(target=hub.serve_forever, daemon=True).start()
+        endpoint = "http://127.0.0.1:%d" % hub.server_port
+        total = opts.files * opts.file_mib * 2**20
+        floor_one, floor_total = total / (opts.per_connection_mb * 1e6), total / (opts.total_mb * 1e6)
+        print("stand-in Hub: %d files x %d MiB = %.2f GB; %.0f MB/s per connection, %.0f MB/s in all; load %s" % (
+            opts.files, opts.file_mib, total / 1e9, opts.per_connection_mb, opts.total_mb,
+            " ".join("%.2f" % x for x in os.getloadavg())))
+        print("floors: one stream %.1f s, the total cap %.1f s" % (floor_one, floor_total))
+        variants = [("hf_download, connections=16 (the role's default)", lambda d: module_run(endpoint, d, 16)[0])]
+        if not opts.skip_one_stream:
+            variants.append(("hf_download, connections=1 (one stream, as before)",
+                             lambda d: module_run(endpoint, d, 1)[0]))
+        if opts.with_hf:
+            python = hf_python()
+            variants.append(("snapshot_download, 16 workers (huggingface_hub %s)" % hf_version(python),
+                             lambda d: hf_run(python, endpoint, d, 16)))
+        walls = {label: [] for label, _ in variants}
+        for _run in range(opts.runs):  # variants alternate within a run, so a drift of the machine hits all
+            for label, measure in variants:
+                dest = os.path.join(work, "dest")
+                shutil.rmtree(dest, ignore_errors=True)
+                os.mkdir(dest)
+                walls[label].append(measure(dest))
+        for label, _ in variants:
+            row(label, walls[label], floor_one, floor_total)
+        # resume: killed when half the bytes are on disk, then run again; what the stand-in sent beyond the total
+        dest = os.path.join(work, "dest")
+        shutil.rmtree(dest, ignore_errors=True)
+        os.mkdir(dest)
+        hub.sent = 0
+        module_run(endpoint, dest, 16, kill_after=0.5, total=total)
+        first = hub.sent
+        _, result = module_run(endpoint, dest, 16)
+        again = hub.sent - total
+        print("resume after kill -9 at %.0f%%: the first run got %.1f MiB; the second fetched %.1f MiB, %.1f MiB "
+              "again (%.2f%% of the total); done=%s" % (100.0 * first / total, first / 2**20,
+                                                       result["bytes_fetched"] / 2**20, again / 2**20,
+                                                       100.0 * again / total, result["done"]))
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
