@@ -331,7 +331,7 @@ def fetch_all(todo, urls, folder, files, digests, token, timeout, deadline, conn
     """The files of `todo` side by side, `connections` at a time (one HTTP stream each, each resumable by its own
     .part): one stream is what a CDN gives a connection (about 40 MB/s), many fill the link.
 
-    Returns ({name: (offset, written, whole)} of the files begun, (name, error) of the first failure or None). After
+    Returns ({name: (offset, written, whole)} of the files begun, [(name, error)] of the failures, first first). After
     a failure the other files stop at their next read and keep their .part; files not begun by the deadline are the
     next call's."""
     stop, results, failures = threading.Event(), {}, []
@@ -348,7 +348,7 @@ def fetch_all(todo, urls, folder, files, digests, token, timeout, deadline, conn
 
     with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, min(connections, len(todo) or 1))) as pool:
         list(pool.map(one, todo))
-    return results, (failures[0] if failures else None)
+    return results, failures
 
 
 def read_verified(folder):
@@ -479,7 +479,7 @@ def main():
                 module.fail_json(msg="%s would be written outside path=%s (through a symbolic link there): refused; "
                                      "remove the link" % (name, p["path"]), fetched=[], resumed={})
         urls = {name: "%s/%s/resolve/%s/%s" % (endpoint, p["repo"], commit, urllib.parse.quote(name)) for name in todo}
-        done_files, failure = fetch_all(todo, urls, p["path"], files, digests, token, p["timeout"], deadline,
+        done_files, failures = fetch_all(todo, urls, p["path"], files, digests, token, p["timeout"], deadline,
                                         p["connections"])
         fetched = [name for name in todo if done_files.get(name, (0, 0, False))[2]]
         resumed = {name: got[0] for name, got in done_files.items() if got[0]}
@@ -488,10 +488,10 @@ def main():
         for name in fetched:
             if digests.get(name):  # fetch() checked its sha256
                 verified[name] = _stamp(os.path.join(p["path"], name)) + [digests[name]]
-        if failure:
+        if failures:
             if verified != read_verified(p["path"]):
                 write_verified(p["path"], verified)
-            name, err = failure
+            name, err = failures[0]
             if isinstance(err, FinalError):
                 module.fail_json(msg="Downloading %s from %s failed: %s." % (name, p["repo"], err), fetched=fetched,
                                  resumed=resumed)

@@ -164,7 +164,7 @@ def main():
         if rc != 0:
             module.fail_json(msg="journalctl could not read %s's journal: %s" % (unit, err.strip()))
         entries = journal_entries(text)
-        result = parse_boot_log("\n".join(message for _, message in entries))
+        result = parse_boot_log("\n".join(entry[1] for entry in entries))
         ready, source = ready_seconds(entries, props.get("ExecMainStartTimestampMonotonic", "").strip())
         result["ready_s"] = ready
         result["times_source"]["ready_s"] = source
