@@ -480,7 +480,7 @@ def main():
                                      "remove the link" % (name, p["path"]), fetched=[], resumed={})
         urls = {name: "%s/%s/resolve/%s/%s" % (endpoint, p["repo"], commit, urllib.parse.quote(name)) for name in todo}
         done_files, failures = fetch_all(todo, urls, p["path"], files, digests, token, p["timeout"], deadline,
-                                        p["connections"])
+                                         p["connections"])
         fetched = [name for name in todo if done_files.get(name, (0, 0, False))[2]]
         resumed = {name: got[0] for name, got in done_files.items() if got[0]}
         written = sum(got[1] for got in done_files.values())
