@@ -4,6 +4,7 @@ The inventory is a temporary copy of the repository's (ct200 as it is) plus ct40
 node b has less GPU memory and measured less free memory than node a.
 """
 
+import json
 import os
 import re
 import shutil
@@ -132,7 +133,9 @@ def test_each_node_of_a_deploy_plans_the_same_pool_from_every_nodes_facts(tmp_pa
     (tmp_path / "deploy.yml").write_text(yaml.safe_dump(play))
     result = run("-i", hosts, str(tmp_path / "deploy.yml"))
     assert result.returncode == 0, result.stdout + result.stderr
-    plans = dict(re.findall(r'"PLAN (ct400-[ab]) ([^"]*)"', result.stdout))
+    # the message as debug prints it: JSON, so the loader option's JSON comes with its quotes escaped
+    plans = {host: json.loads('"%s"' % msg) for host, msg in
+             re.findall(r'"PLAN (ct400-[ab]) ((?:[^"\\]|\\.)*)"', result.stdout)}
     assert sorted(plans) == ["ct400-a", "ct400-b"], result.stdout
     # node b's stored A, not its host_vars' 56.0; whole 64-token pages (no GPU family known: a B200 forces 64)
     # and SGLang's reserve at 0.949 on node b's 79.65 GiB GPU, (1 - 0.949) x 79.65 = 4.062 GiB
@@ -140,7 +143,10 @@ def test_each_node_of_a_deploy_plans_the_same_pool_from_every_nodes_facts(tmp_pa
     for rank, name in enumerate(("ct400-a", "ct400-b")):
         args, explanation = plans[name].split(" | ")
         assert ("--max-total-tokens %d " % pool) in args
-        assert args.endswith("--nnodes 2 --node-rank %d --dist-init-addr 10.0.0.1:20000 --dist-timeout 300" % rank)
+        # the node's flags, then the release's loader options (lib/sglang_kvplan/loader.py)
+        assert args.endswith("--nnodes 2 --node-rank %d --dist-init-addr 10.0.0.1:20000 --dist-timeout 300 "
+                             '--weight-loader-prefetch-checkpoints --model-loader-extra-config '
+                             '{"enable_multithread_load":true}' % rank)
         assert explanation.endswith("calibrated (P 70.000 GiB, A 50.000 GiB), limited by node ct400-b")
 
 
