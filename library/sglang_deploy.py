@@ -82,6 +82,9 @@ options:
   min_free_gib:
     description: C(install) - the free GiB a build needs.
     type: float
+  uv_version:
+    description: C(install) - the uv release that builds a runtime (sglang_uv_version); empty builds with pip.
+    type: str
   names:
     description: C(install) - the distributions a runtime reports (SGLang and the named kernels).
     type: list

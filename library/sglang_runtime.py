@@ -34,13 +34,20 @@ description:
     nor any unit in the backup store names.
   - C(state=plan) with O(prune_when_found) prunes too when it finds the runtime complete (C(use)), keeping it, in the
     same call (a re-run with nothing to build needs no second one).
+  - C(state=builder) makes sure the runtimes' builder holds uv O(uv_version) (C(<dir>/.builder), installed with pip
+    from the host's package index, marked complete last), with its package cache C(<dir>/.uv-cache) shared by every
+    runtime of the host (hard links). When uv cannot be installed it says why (RV(builder) C(pip), RV(why)) and the
+    caller builds with pip. Neither folder is a runtime's name, so C(state=prune) never removes them.
+  - C(state=install) runs uv for a build, C(uv venv) when the runtime has no virtualenv yet, then one
+    C(uv pip install) per entry of O(steps), with the host's pip configuration translated for uv
+    (module_utils/sglang_uv.py).
 version_added: "1.0.0"
 author: sglang-longctx maintainers (!UNKNOWN)
 options:
   state:
     description: What to do.
     type: str
-    choices: [plan, complete, versions, prune]
+    choices: [plan, complete, versions, prune, builder, install]
     default: plan
   dir:
     description: The runtimes' folder (sglang_runtimes_dir).
@@ -126,6 +133,28 @@ options:
     type: list
     elements: path
     default: []
+  uv_version:
+    description: For C(builder), the uv release the builder holds (sglang_uv_version); empty builds with pip.
+    type: str
+    default: ""
+  steps:
+    description: For C(install), the requirements of each C(uv pip install), in order (a wheel, a pin, a folder).
+    type: list
+    elements: list
+    default: []
+  chdir:
+    description: For C(install), the folder uv runs in (a kernel source's checkout).
+    type: path
+  no_build_isolation:
+    description: For C(install), build sources with the runtime's own packages (torch), as pip's --no-build-isolation.
+    type: bool
+    default: false
+  cuda_home:
+    description: For C(install), the CUDA toolkit a kernel source is built with (CUDA_HOME, its bin/ on PATH).
+    type: path
+  builder:
+    description: For C(complete), which builder built the runtime (recorded in the manifest, outside the digest).
+    type: str
   prune_when_found:
     description: For C(plan), when the runtime is found complete (C(use)), prune as C(state=prune) with C(keep) its
       folder (RV(pruned) says what it did); after an adoption or a build the caller prunes once it is complete.
@@ -208,6 +237,25 @@ kept:
   type: list
   elements: str
   returned: state=prune
+builder:
+  description: >-
+    C(builder) - C(uv) or C(pip) (uv could not be installed, RV(why) says why); C(plan) - the builder a complete
+    runtime's manifest records.
+  type: str
+  returned: state=builder, plan
+why:
+  description: C(builder) - why the build falls back to pip.
+  type: str
+  returned: state=builder, when builder is pip
+index:
+  description: C(builder) - what uv was given of the host's pip configuration (passwords replaced).
+  type: str
+  returned: state=builder, when builder is uv
+not_carried:
+  description: C(builder) - pip settings uv has no equivalent for (also warned).
+  type: list
+  elements: str
+  returned: state=builder, when builder is uv
 pruned:
   description: The prune's result (C(removed), C(kept), C(skipped)) when O(prune_when_found) pruned.
   type: dict
@@ -233,6 +281,16 @@ import subprocess
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.sglang_errors import failures_as_sentences
 from ansible.module_utils.sglang_files import NotPlainFile, load_json, read_plain, sha256, write_atomic
+from ansible.module_utils.sglang_uv import (
+    BUILDER,
+    builder_complete,
+    index_summary,
+    install_builder,
+    pip_options,
+    redact,
+    uv_environment,
+    uv_settings,
+)
 
 MARKER_SUFFIX = ".json"
 NAME_RE = re.compile(r"^[0-9][0-9A-Za-z.+-]*-[0-9a-f]{12}$")
@@ -553,6 +611,8 @@ def to_prune(runtimes_dir, markers, legacy, named, existing_dirs, legacy_exists,
     out = []
     for entry in sorted(existing_dirs):
         folder = os.path.join(runtimes_dir, entry)
+        # only runtimes' names: never the builder (.builder) nor uv's cache (.uv-cache), which every runtime of the host
+        # and a build in progress use, and which only uv itself may trim
         if not NAME_RE.match(entry) or os.path.normpath(folder) in named:
             continue
         if entry in corrupt:
@@ -580,6 +640,83 @@ def to_prune(runtimes_dir, markers, legacy, named, existing_dirs, legacy_exists,
         if path not in named and path not in listed and not os.path.isdir(path):
             out.append((name, None))
     return out
+
+
+# -- the builder --------------------------------------------------------------------------------------------
+# uv builds a host's runtimes from one cache (module_utils/sglang_uv.py says why). A build can take many minutes (torch
+# and its CUDA wheels from an index): bounded only against a hang, never against a slow link.
+BUILD_TIMEOUT = 4 * 3600
+# PATH for a kernel source's build (CUDA's bin/ first, then the runtime's, then the system's), as pip's build had it
+SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+
+def run_builder(module, p):
+    """The builder for a build: uv (installed once, reused) or pip with the reason."""
+    version = (p["uv_version"] or "").strip()
+    if not version:
+        return {"changed": False, "builder": "pip", "why": "sglang_uv_version is empty"}
+    if not VERSION_RE.match(version) or ".." in version:
+        raise RuntimeError_("sglang_uv_version is %r: a uv release such as 0.13.8, or empty to build with pip"
+                            % (version,))
+    changed = False
+    if not builder_complete(p["dir"], version):
+        if module.check_mode:
+            return {"changed": True, "builder": "uv", "index": "(read once uv is installed)", "not_carried": []}
+        python = python_identity(module, p["python"])
+        if python is None:
+            return {"changed": False, "builder": "pip", "why": "%s is not on the host's PATH" % p["python"]}
+        os.makedirs(p["dir"], mode=0o755, exist_ok=True)
+        why = install_builder(p["dir"], version, python["path"])
+        if why:
+            return {"changed": False, "builder": "pip", "why": "uv %s could not be installed: %s" % (version, why)}
+        changed = True
+    env, flags, not_carried = uv_settings(pip_options(p["dir"]))
+    for key in not_carried:
+        module.warn("the pip setting %s has no uv equivalent: uv builds the runtime without it" % key)
+    return {"changed": changed, "builder": "uv", "index": index_summary(env, flags),
+            "not_carried": not_carried}
+
+
+def run_install(module, p):
+    """uv venv (once) and one uv pip install per step into the runtime p['path'] (a build's, never a complete one)."""
+    runtime, version = p["path"], (p["uv_version"] or "").strip()
+    if not runtime or not built_here(runtime, p["dir"]) or not NAME_RE.match(os.path.basename(runtime)):
+        raise RuntimeError_("state=install needs path, a runtime folder directly in %s (from state=plan)" % p["dir"])
+    if marker_for_path(read_markers(p["dir"]), runtime)[0]:
+        raise RuntimeError_("%s is complete: a runtime is never modified once complete" % runtime)
+    if not builder_complete(p["dir"], version):
+        raise RuntimeError_("the builder in %s does not hold uv %s: run state=builder first"
+                            % (os.path.join(p["dir"], BUILDER), version))
+    if module.check_mode:
+        return {"changed": True, "path": runtime}
+    env, flags, _not_carried = uv_settings(pip_options(p["dir"]))
+    env = uv_environment(p["dir"], env)
+    if p["cuda_home"]:
+        env.update(CUDA_HOME=p["cuda_home"], PATH="%s/bin:%s/bin:%s" % (p["cuda_home"], runtime, SYSTEM_PATH))
+    uv = os.path.join(p["dir"], BUILDER, "bin", "uv")
+    python = python_identity(module, p["python"])
+    if python is None:
+        raise RuntimeError_("%s is not on the host's PATH: a runtime is made with it" % p["python"])
+    commands = []
+    if not os.path.isfile(os.path.join(runtime, "pyvenv.cfg")):
+        # the interpreter as `python3 -m venv` names it (pyvenv.cfg's home), not its resolved file
+        binary = module.get_bin_path(p["python"]) if "/" not in p["python"] else p["python"]
+        commands.append(("making the virtualenv %s" % runtime, [uv, "venv", "--python", binary, runtime]))
+    for step in p["steps"]:
+        argv = [uv, "pip", "install", "--python", os.path.join(runtime, "bin", "python")] + flags
+        if p["no_build_isolation"]:
+            argv.append("--no-build-isolation")
+        commands.append(("installing %s" % " ".join(str(s) for s in step), argv + [str(s) for s in step]))
+    for what, argv in commands:
+        try:
+            proc = subprocess.run(argv, capture_output=True, text=True, errors="replace", timeout=BUILD_TIMEOUT,
+                                  stdin=subprocess.DEVNULL, check=False, env=env, cwd=p["chdir"] or None)
+        except subprocess.TimeoutExpired:
+            raise RuntimeError_("uv, %s, did not finish within %d s" % (what, BUILD_TIMEOUT)) from None
+        if proc.returncode != 0:
+            said = redact((proc.stderr or proc.stdout).strip())[-2000:]
+            raise RuntimeError_("uv, %s (rc %d): %s" % (what, proc.returncode, said))
+    return {"changed": True, "path": runtime}
 
 
 # -- the module ---------------------------------------------------------------------------------------------
@@ -707,6 +844,8 @@ def run_plan(module, p):
         names = sorted(set(p["names"]) | set(wanted or {}))
         result["versions"] = (legacy_versions if action == "adopt"
                               else read_versions(module, path, names, markers)) or {}
+    if action == "use":  # the builder that built it, as its manifest records (none before builders were recorded)
+        result["builder"] = markers[name].get("builder")
     owned = built_here(path, p["dir"])
     if action == "use" and owned:
         # a runtime completed before the launcher existed gets it here (complete writes it into new ones): the
@@ -741,6 +880,8 @@ def run_complete(module, p):
     manifest = {"format": 1, "name": p["name"], "path": p["path"], "digest": p["digest"], "set": p["set"],
                 "versions": p["versions"] or {}, "adopted": os.path.dirname(os.path.normpath(p["path"]))
                 != os.path.normpath(p["dir"])}
+    if p["builder"]:  # which builder built it (uv, or pip and why): read back by plan, outside the digest
+        manifest["builder"] = p["builder"]
     old = markers.get(p["name"])
     if old and {k: old.get(k) for k in manifest} == manifest:
         return {"changed": wrote, "path": p["path"], "launcher": launcher}
@@ -818,7 +959,8 @@ def run_prune(module, p):
 def main():
     module = AnsibleModule(
         argument_spec={
-            "state": {"type": "str", "choices": ["plan", "complete", "versions", "prune"], "default": "plan"},
+            "state": {"type": "str", "choices": ["plan", "complete", "versions", "prune", "builder", "install"],
+                      "default": "plan"},
             "dir": {"type": "path", "required": True},
             "legacy": {"type": "path"},
             "unit": {"type": "path"},
@@ -841,11 +983,20 @@ def main():
             "entry": {"type": "str"},
             "keep": {"type": "list", "elements": "path", "default": []},
             "prune_when_found": {"type": "bool", "default": False},
+            "uv_version": {"type": "str", "default": ""},
+            "steps": {"type": "list", "elements": "list", "default": []},
+            "chdir": {"type": "path"},
+            "no_build_isolation": {"type": "bool", "default": False},
+            "cuda_home": {"type": "path"},
+            "builder": {"type": "str"},
         },
         supports_check_mode=True,
     )
     with failures_as_sentences(module, "sglang_runtime"):
-        run = {"plan": run_plan, "complete": run_complete, "versions": run_versions, "prune": run_prune}
+        run = {"plan": run_plan, "complete": run_complete, "versions": run_versions, "prune": run_prune,
+               "builder": run_builder, "install": run_install}
+        if module.params["state"] in ("builder", "install"):
+            os.umask(0o022)  # the builder, the cache and the runtime: root's, readable by the service user
         try:
             module.exit_json(**run[module.params["state"]](module, module.params))
         except RuntimeError_ as error:

@@ -183,6 +183,8 @@ def _checks(variables):
         "sglang_preload_overhead_gib": lambda v: real(v, 0, 16 * 1024),
         "sglang_min_headroom_gib": lambda v: real(v, 0, 16 * 1024),
         "sglang_runtime_min_free_gib": lambda v: real(v, 0, 1024 * 1024),
+        # pip's pin and the builder's marker take it: a release, or empty to build with pip
+        "sglang_uv_version": optional(pattern(VERSION, "a uv release", "0.13.8 (or empty: build with pip)")),
         "sglang_uncalibrated_margin": lambda v: real(v, 0, 1),
         "sglang_serial": serial, "sglang_calibration": calibration, "sglang_measured_boots": measured_boots,
         "sglang_nodes": nodes,
