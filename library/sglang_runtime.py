@@ -684,11 +684,11 @@ def run_install(module, p):
         raise RuntimeError_("state=install needs path, a runtime folder directly in %s (from state=plan)" % p["dir"])
     if marker_for_path(read_markers(p["dir"]), runtime)[0]:
         raise RuntimeError_("%s is complete: a runtime is never modified once complete" % runtime)
+    if module.check_mode:  # state=builder installed nothing in check mode either
+        return {"changed": True, "path": runtime}
     if not builder_complete(p["dir"], version):
         raise RuntimeError_("the builder in %s does not hold uv %s: run state=builder first"
                             % (os.path.join(p["dir"], BUILDER), version))
-    if module.check_mode:
-        return {"changed": True, "path": runtime}
     env, flags, _not_carried = uv_settings(pip_options(p["dir"]))
     env = uv_environment(p["dir"], env)
     if p["cuda_home"]:

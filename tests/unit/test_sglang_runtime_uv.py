@@ -153,10 +153,14 @@ def test_the_builder_is_installed_once_then_reused_and_a_half_install_is_redone(
     assert (runtimes / ".builder" / "bin" / "uv").stat().st_ino != inode  # installed again from nothing
 
 
-def test_check_mode_installs_no_builder(tmp_path):
+def test_check_mode_installs_no_builder_and_nothing_into_the_runtime(tmp_path):
     out = run(tmp_path, check_mode=True, state="builder", dir=str(tmp_path / "r"), uv_version=UV,
               python=sys.executable)
     assert out["builder"] == "uv" and out["changed"] and not (tmp_path / "r").exists()
+    path = str(tmp_path / "r" / "0.5.23-abcdefabcdef")
+    out = run(tmp_path, check_mode=True, state="install", dir=str(tmp_path / "r"), path=path, uv_version=UV,
+              steps=[["sglang==0.5.23"]], python=sys.executable)
+    assert out == dict(out, changed=True, path=path) and not (tmp_path / "r").exists()
 
 
 def test_a_uv_that_cannot_be_installed_falls_back_to_pip_with_the_reason(builder, tmp_path):
