@@ -125,8 +125,9 @@ def builder_complete(runtimes_dir, version):
 
 
 def _tail(proc):
-    return redact((proc.stderr or proc.stdout or "").strip().splitlines()[-1:][0] if (proc.stderr or proc.stdout)
-                  else "rc %d" % proc.returncode)
+    """The last line a failed command printed (pip says why last), or its exit status."""
+    lines = (proc.stderr or proc.stdout or "").strip().splitlines()
+    return redact(lines[-1]) if lines else "rc %d" % proc.returncode
 
 
 def install_builder(runtimes_dir, version, python, run=subprocess.run):
