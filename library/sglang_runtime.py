@@ -684,6 +684,12 @@ def run_install(module, p):
         raise RuntimeError_("state=install needs path, a runtime folder directly in %s (from state=plan)" % p["dir"])
     if marker_for_path(read_markers(p["dir"]), runtime)[0]:
         raise RuntimeError_("%s is complete: a runtime is never modified once complete" % runtime)
+    for step in p["steps"]:
+        for item in step:
+            if not isinstance(item, str) or not item.strip() or item.startswith("-"):
+                raise RuntimeError_("state=install's step %r holds %r: uv would read it as an option, not a "
+                                    "requirement. Give a wheel, a pin or a folder; set the index in pip.conf."
+                                    % (step, item))
     if module.check_mode:  # state=builder installed nothing in check mode either
         return {"changed": True, "path": runtime}
     if not builder_complete(p["dir"], version):
@@ -706,7 +712,7 @@ def run_install(module, p):
         argv = [uv, "pip", "install", "--python", os.path.join(runtime, "bin", "python")] + flags
         if p["no_build_isolation"]:
             argv.append("--no-build-isolation")
-        commands.append(("installing %s" % " ".join(str(s) for s in step), argv + [str(s) for s in step]))
+        commands.append(("installing %s" % " ".join(step), argv + list(step)))
     for what, argv in commands:
         try:
             proc = subprocess.run(argv, capture_output=True, text=True, errors="replace", timeout=BUILD_TIMEOUT,

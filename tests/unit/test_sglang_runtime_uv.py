@@ -266,3 +266,6 @@ def test_an_install_step_that_fails_names_it_and_hides_a_password(builder):
     outside = run(tmp, state="install", dir=str(runtimes), path=str(tmp / "elsewhere-abcdefabcdef"), uv_version=UV,
                   steps=[["x"]], python=sys.executable)
     assert outside["failed"] and "a runtime folder directly in" in outside["msg"]
+    option = run(tmp, state="install", dir=str(runtimes), path=path, uv_version=UV,
+                 steps=[["--index-url=http://elsewhere.invalid/simple"]], python=sys.executable)
+    assert option["failed"] and "uv would read it as an option, not a requirement" in option["msg"]
