@@ -120,8 +120,8 @@ def builder_complete(runtimes_dir, version):
             marker = json.load(handle)
     except (OSError, ValueError):
         return False
-    return isinstance(marker, dict) and marker.get("uv") == version and os.path.isfile(os.path.join(builder, "bin",
-                                                                                                      "uv"))
+    uv = os.path.join(builder, "bin", "uv")
+    return isinstance(marker, dict) and marker.get("uv") == version and os.path.isfile(uv)
 
 
 def _tail(proc):
