@@ -60,7 +60,22 @@ options:
       - A file from a server that ignored the C(Range) of a resumed request is finished in the same call
         (stopping would lose it again).
       - Unset, one call downloads everything (no progress until it ends).
+      - While the early download (I(background)) runs, a call fetches nothing: it waits up to I(poll) seconds for it
+        to end and returns its progress (RV(joined)); once it has ended (done, failed, or killed by a reboot), the
+        call continues its C(.part) files itself.
     type: int
+  background:
+    description:
+      - The early download, started before the driver, CUDA and the runtime build so that it runs beside them.
+        Fetches every file but the weights (C(config.json), the index, the tokenizer; the plan reads them) before it
+        returns, then the weights in a detached process (its own session, as Ansible's C(async_wrapper) starts one)
+        that holds the folder's lock and notes its progress in C(<path>/.sglang-download.json) every 2 s.
+      - Returns at once; a folder already being downloaded (the lock is held) or marked complete by
+        C(hf_checkpoint_status) starts nothing. Nothing starts in check mode.
+      - The folder must exist. One downloader at a time per folder - C(flock) on the folder, released when its process
+        dies, so a reboot leaves no stale lock and the next call resumes its C(.part) files.
+    type: bool
+    default: false
 notes:
   - Supports check mode (lists what would be fetched).
 """
@@ -72,6 +87,14 @@ EXAMPLES = r"""
     revision: main
     path: /srv/models/kimi-k2.6
     token_file: /var/lib/sglang/.cache/huggingface/token
+  become: true
+  become_user: sglang
+
+- name: Start fetching the weights beside the other work (config.json before it returns)
+  hf_download:
+    repo: moonshotai/Kimi-K2.6
+    path: /srv/models/kimi-k2.6
+    background: true
   become: true
   become_user: sglang
 
@@ -132,6 +155,32 @@ bytes_per_s:
   description: This call's download rate (bytes written / seconds spent downloading), null when it wrote nothing.
   returned: success
   type: float
+download_fetched:
+  description:
+    - Bytes the whole download fetched, the early download's and every call's, once it is done (its ledger is then
+      removed); else this call's.
+  returned: success
+  type: int
+download_started:
+  description: When the download began (epoch seconds; the early start when there was one), null without a ledger.
+  returned: success
+  type: float
+started:
+  description: With I(background), whether this call started the early download.
+  returned: with background
+  type: bool
+running:
+  description: With I(background), whether the early download is running now (started by this call or before).
+  returned: with background
+  type: bool
+pid:
+  description: With I(background), the early download's process id, null when none runs.
+  returned: with background
+  type: int
+joined:
+  description: The early download's process id when this call only waited for it (it holds the folder's lock).
+  returned: when the early download runs
+  type: int
 progress:
   description: One line for people, without a clock (RV(progress_clock) asks the callback for the task's).
   returned: success
@@ -144,6 +193,7 @@ progress_clock:
 """
 
 import concurrent.futures
+import fcntl
 import hashlib
 import http.client
 import json
@@ -169,6 +219,18 @@ COMMIT_RE = re.compile(r"^[0-9a-f]{40}$")
 # Beside the files: {name: [size, mtime_ns, sha256]} of files whose content was checked against the listing, so that
 # a file already there at its listed size is hashed once, not on every run (hundreds of GiB of weights).
 VERIFIED = ".sglang-verified.json"
+# The ledger of the download under way (one downloader per folder at a time: take_lock): when it began, the bytes every
+# call of it fetched, and the early download's pid, progress and end.
+LEDGER = ".sglang-download.json"
+LEDGER_EVERY = 2
+# The early download's process name (ps -C sglang-download).
+PROCESS_NAME = "sglang-download"
+# hf_checkpoint_status's mark of a whole checkpoint (repo and revision): the early start has nothing to do then.
+COMPLETE_MARKER = ".sglang-download-complete"
+# The files the early start fetches before it returns: all but the weights (config.json, the index, the tokenizer; the
+# plan reads them), each at most SMALL.
+SMALL = 16 * 2**20
+WEIGHTS = (".safetensors", ".bin", ".pt", ".pth", ".ckpt", ".gguf", ".h5", ".msgpack", ".onnx")
 
 
 class FinalError(Exception):
@@ -415,12 +477,293 @@ def progress_line(repo, done, total, whole, count, rate, finished):
     return line
 
 
+class Failed(Exception):
+    """A call that ends with fail_json: the sentence, and the files it completed and resumed."""
+
+    def __init__(self, msg, fetched=(), resumed=None):
+        super().__init__(msg)
+        self.fetched, self.resumed = list(fetched), dict(resumed or {})
+
+
+# -- the download's lock and ledger: one downloader per folder, and what every call of one download did ----------
+def take_lock(folder, wait):
+    """The folder's download lock (flock on the folder itself: nothing is written for it), waiting up to `wait`
+    seconds (None: as long as it takes); None when another process (the early download) still holds it then. The
+    lock dies with its process, so a download killed by a reboot leaves none behind. Returns the fd to close."""
+    fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+    until = None if wait is None else time.monotonic() + wait
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return Held(fd)
+        except BlockingIOError:
+            if until is not None and time.monotonic() >= until:
+                os.close(fd)
+                return None
+            time.sleep(1)
+
+
+class Held:
+    """An open descriptor holding the lock; close() gives this process's copy up (a forked worker keeps its own)."""
+
+    def __init__(self, fd):
+        self.fd = fd
+
+    def close(self):
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None
+
+
+def read_ledger(folder):
+    """{started, bytes_fetched, pid, state, error, ...} of the download under way in folder, or {}."""
+    try:
+        with open(os.path.join(folder, LEDGER), encoding="utf-8") as handle:
+            data = json.load(handle)
+    except (OSError, ValueError, RecursionError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def write_ledger(folder, ledger):
+    tmp = os.path.join(folder, LEDGER + ".tmp")
+    with open(tmp, "w", encoding="utf-8") as handle:
+        json.dump(ledger, handle, sort_keys=True)
+    os.replace(tmp, os.path.join(folder, LEDGER))
+
+
+def _number(value):
+    return value if isinstance(value, (int, float)) and not isinstance(value, bool) and value >= 0 else 0
+
+
+def marked_complete(folder, repo, revision):
+    """Whether hf_checkpoint_status marked the folder complete for this repository and revision."""
+    try:
+        with open(os.path.join(folder, COMPLETE_MARKER), encoding="utf-8") as handle:
+            marker = json.load(handle)
+    except (OSError, ValueError, RecursionError):
+        return False
+    return isinstance(marker, dict) and marker.get("repo") == repo and marker.get("revision") == revision
+
+
+# -- one call's work ---------------------------------------------------------------------------------------
+def read_token(token_file):
+    if not token_file or not os.path.exists(token_file):
+        return None
+    if not os.path.isfile(token_file):
+        raise Failed("token_file=%s (sglang_hf_token_file) is not a file (a folder or a device): give the path of the "
+                     "file holding the token, or leave sglang_hf_token empty for a public model." % token_file)
+    try:
+        with open(token_file, encoding="utf-8") as handle:
+            return handle.read(64 * 1024).strip() or None
+    except (OSError, ValueError) as err:
+        raise Failed("token_file=%s (sglang_hf_token_file) cannot be read: %s."
+                     % (token_file, getattr(err, "strerror", None) or type(err).__name__)) from None
+
+
+def survey(p, endpoint, token):
+    """(commit, files, digests, todo, differs): the revision's listing and the files still to fetch; a file there at
+    its listed size but with other bytes (a copy from elsewhere, a bad mirror) is in differs, and in todo."""
+    try:
+        commit, files, digests = listing(endpoint, p["repo"], p["revision"], token, p["timeout"])
+    except FinalError as err:
+        raise Failed("Cannot download %s@%s: %s." % (p["repo"], p["revision"], err)) from None
+    except (urllib.error.URLError, OSError, ValueError, http.client.HTTPException) as err:
+        gated = getattr(err, "code", None) in (401, 403)
+        hint = " (a gated or private model needs sglang_hf_token)" if gated else ""
+        raise Failed("Cannot list %s@%s on %s: %s%s" % (p["repo"], p["revision"], endpoint, err, hint)) from None
+    todo = [name for name, size in sorted(files.items())
+            if not (os.path.exists(os.path.join(p["path"], name))
+                    and (size is None or os.path.getsize(os.path.join(p["path"], name)) == size))]
+    verified, differs = read_verified(p["path"]), []
+    for name in sorted(set(files) - set(todo)):
+        if not content_ok(p["path"], name, digests.get(name), verified):
+            differs.append(name)
+    if verified != read_verified(p["path"]) and os.path.isdir(p["path"]):
+        write_verified(p["path"], verified)
+    return commit, files, digests, sorted(set(todo) | set(differs)), differs
+
+
+def download(p, endpoint, token, found, todo, deadline, warn):
+    """Fetch `todo` (of survey's `found`) until done or `deadline`: (fetched, resumed, bytes written); Failed."""
+    commit, files, digests, _all, differs = found
+    for name in differs:  # downloaded again below, whole
+        if name in todo:
+            os.unlink(os.path.join(p["path"], name))
+            warn("%s in %s had the listed size but not the listed sha256 %s: it was removed and is downloaded again."
+                 % (name, p["path"], digests[name]))
+    for name in todo:
+        dest = os.path.join(p["path"], name)
+        os.makedirs(os.path.dirname(dest), exist_ok=True)
+        if not os.path.realpath(dest).startswith(os.path.realpath(p["path"]) + os.sep):
+            raise Failed("%s would be written outside path=%s (through a symbolic link there): refused; remove the "
+                         "link" % (name, p["path"]))
+    urls = {name: "%s/%s/resolve/%s/%s" % (endpoint, p["repo"], commit, urllib.parse.quote(name)) for name in todo}
+    done_files, failures = fetch_all(todo, urls, p["path"], files, digests, token, p["timeout"], deadline,
+                                     p["connections"])
+    fetched = [name for name in todo if done_files.get(name, (0, 0, False))[2]]
+    resumed = {name: got[0] for name, got in done_files.items() if got[0]}
+    written = sum(got[1] for got in done_files.values())
+    verified = read_verified(p["path"])
+    for name in fetched:
+        if digests.get(name):  # fetch() checked its sha256
+            verified[name] = _stamp(os.path.join(p["path"], name)) + [digests[name]]
+    if verified != read_verified(p["path"]):
+        write_verified(p["path"], verified)
+    if failures:
+        name, err = failures[0]
+        again = "" if isinstance(err, FinalError) else " The partial file is kept; run again to resume."
+        raise Failed("Downloading %s from %s failed: %s.%s" % (name, p["repo"], err, again), fetched, resumed)
+    return fetched, resumed, written
+
+
+def settle(folder, ledger, files):
+    """The ledger of an early download that died (a reboot, a kill: it is not running, since this process holds the
+    lock) with what it wrote after its last note, which is on disk."""
+    if ledger.get("state") != "running" or ledger.get("bytes_done") is None:
+        return ledger
+    grew = on_disk(folder, files)[0] - _number(ledger["bytes_done"])
+    return add_to_ledger(folder, ledger, max(0, grew), state="stopped")
+
+
+def add_to_ledger(folder, ledger, written, **state):
+    """The ledger with this call's bytes added (every call of one download, early or joining, adds its own)."""
+    ledger = dict(ledger, updated=time.time(), **state)
+    ledger["bytes_fetched"] = _number(ledger.get("bytes_fetched")) + written
+    ledger.setdefault("started", time.time())
+    write_ledger(folder, ledger)
+    return ledger
+
+
+# -- the early download: started in the background, joined later ------------------------------------------
+def detach(work):
+    """Run work() in a grandchild that outlives this module (setsid, its own session; stdin, stdout and stderr on
+    /dev/null so that Ansible's connection does not wait for it), as Ansible's async_wrapper does. Returns its pid."""
+    read_end, write_end = os.pipe()
+    child = os.fork()
+    if child:
+        os.close(write_end)
+        with os.fdopen(read_end, "rb") as pipe:
+            pid = int(pipe.read() or b"0")
+        os.waitpid(child, 0)
+        return pid
+    os.close(read_end)
+    os.setsid()
+    grandchild = os.fork()
+    if grandchild:
+        os.write(write_end, str(grandchild).encode())
+        os._exit(0)  # pylint: disable=protected-access - a forked child must not run the module's exit handlers
+    os.close(write_end)
+    devnull = os.open(os.devnull, os.O_RDWR)
+    for fd in (0, 1, 2):
+        os.dup2(devnull, fd)
+    code = 1
+    try:
+        work()
+        code = 0
+    finally:
+        os._exit(code)  # pylint: disable=protected-access
+
+
+def early_worker(p, endpoint, token, found, todo, lock):
+    """The background download: everything left, as long as it takes; the ledger says how far it came (every
+    LEDGER_EVERY seconds: what is on disk beyond where it began) and how it ended. It holds `lock` until it exits."""
+    try:  # what ps, top and pkill show (the thread's name; the threads below inherit it)
+        with open("/proc/self/comm", "w", encoding="ascii") as handle:
+            handle.write(PROCESS_NAME)
+    except OSError:
+        pass
+    files, ledger = found[1], read_ledger(p["path"])
+    base, _whole = on_disk(p["path"], files)
+    before = _number(ledger.get("bytes_fetched"))
+    stop = threading.Event()
+
+    def note(state, fetched=None, **extra):
+        have, whole = on_disk(p["path"], files)
+        got = max(0, have - base) if fetched is None else fetched
+        write_ledger(p["path"], dict(ledger, pid=os.getpid(), state=state, updated=time.time(), bytes_done=have,
+                                     bytes_total=sum(size or 0 for size in files.values()), files_done=whole,
+                                     files_total=len(files), early_fetched=got, bytes_fetched=before + got, **extra))
+
+    def beat():
+        while not stop.wait(LEDGER_EVERY):
+            note("running")
+
+    note("running")
+    threading.Thread(target=beat, daemon=True).start()
+    try:
+        written = download(p, endpoint, token, found, todo, None, lambda _text: None)[2]
+        stop.set()
+        note("done", fetched=written)
+    except Exception as err:  # noqa: BLE001 - the ledger says why it stopped; the join fetches again itself
+        stop.set()
+        note("failed", error=str(err)[:2000])
+    finally:
+        lock.close()
+
+
+def start_early(module, p, endpoint, token):
+    """background=true: the small files now (config.json and the index: the plan reads them), the rest in a
+    detached process that holds the folder's lock; returns at once."""
+    if marked_complete(p["path"], p["repo"], p["revision"]):
+        module.exit_json(changed=False, started=False, running=False, done=True, pid=None,
+                         progress="%s is complete in %s" % (p["repo"], p["path"]))
+    if not os.path.isdir(p["path"]):
+        raise Failed("path=%s is not a folder: create it first (the role's download_start does)" % p["path"])
+    lock = take_lock(p["path"], 0)
+    if lock is None:
+        ledger = read_ledger(p["path"])
+        module.exit_json(changed=False, started=False, running=True, done=False, pid=ledger.get("pid"),
+                         progress="%s: already downloading (pid %s)" % (p["repo"], ledger.get("pid")))
+    found = survey(p, endpoint, token)
+    files, todo = found[1], found[3]
+    small = [name for name in todo if not name.endswith(WEIGHTS) and (files[name] or 0) <= SMALL]
+    ledger = read_ledger(p["path"])
+    if ledger.get("commit") != found[0]:
+        ledger = {"commit": found[0], "repo": p["repo"]}  # another revision: a new download
+    ledger = settle(p["path"], ledger, files)
+    _fetched, _resumed, written = download(p, endpoint, token, found, small, None, module.warn)
+    add_to_ledger(p["path"], ledger, written, started=ledger.get("started") or time.time())
+    large = [name for name in todo if name not in small]
+    have, whole = on_disk(p["path"], files)
+    total = sum(size or 0 for size in files.values())
+    if not large:
+        lock.close()
+        module.exit_json(changed=bool(written), started=False, running=False, done=True, pid=None,
+                         bytes_done=have, bytes_total=total,
+                         progress=progress_line(p["repo"], have, total, whole, len(files), None, True))
+    pid = detach(lambda: early_worker(p, endpoint, token, found, large, lock))
+    lock.close()  # the worker holds its own copy of the lock
+    module.exit_json(changed=True, started=True, running=True, done=False, pid=pid, bytes_done=have,
+                     bytes_total=total, progress="%s: %d files of %s downloading in the background (pid %d)"
+                     % (p["repo"], len(large), human(total - have), pid))
+
+
+def join_early(module, p, started):
+    """A call while the early download holds the lock: how far it came, from its ledger (nothing is fetched)."""
+    ledger = read_ledger(p["path"])
+    have, total = _number(ledger.get("bytes_done")), _number(ledger.get("bytes_total"))
+    seconds = time.monotonic() - started
+    rate = None
+    if ledger.get("started") and ledger.get("updated"):
+        span = ledger["updated"] - ledger["started"]
+        rate = round(_number(ledger.get("early_fetched")) / span, 1) if span > 0 else None
+    line = progress_line(p["repo"], have, total, _number(ledger.get("files_done")),
+                         _number(ledger.get("files_total")), rate, False)
+    module.exit_json(changed=False, done=False, joined=ledger.get("pid"), fetched=[], resumed={},
+                     bytes_done=have, bytes_total=total, files_done=_number(ledger.get("files_done")),
+                     files_total=_number(ledger.get("files_total")), bytes_per_s=rate, bytes_fetched=0,
+                     connections=p["connections"], progress_clock="task", waited_s=round(seconds, 1),
+                     progress="%s (started early, pid %s)" % (line, ledger.get("pid")))
+
+
 def main():
     module = AnsibleModule(argument_spec={
         "repo": {"type": "str", "required": True}, "revision": {"type": "str", "default": "main"},
         "path": {"type": "path", "required": True}, "token_file": {"type": "path"},
         "endpoint": {"type": "str", "default": "https://huggingface.co"}, "timeout": {"type": "int", "default": 60},
         "poll": {"type": "int"}, "connections": {"type": "int", "default": 16},
+        "background": {"type": "bool", "default": False},
     }, supports_check_mode=True)
     with failures_as_sentences(module, "hf_download"):
         p = module.params
@@ -430,83 +773,59 @@ def main():
         if p["poll"] is not None and p["poll"] < 1:
             module.fail_json(msg="poll=%r must be at least 1 (seconds one call downloads), or unset to download all in "
                                  "one call." % p["poll"])
-        token = None
-        if p["token_file"] and os.path.exists(p["token_file"]):
-            if not os.path.isfile(p["token_file"]):
-                module.fail_json(msg="token_file=%s (sglang_hf_token_file) is not a file (a folder or a device): give "
-                                     "the path of the file holding the token, or leave sglang_hf_token empty for a "
-                                     "public model." % p["token_file"])
-            try:
-                with open(p["token_file"], encoding="utf-8") as handle:
-                    token = handle.read(64 * 1024).strip() or None
-            except (OSError, ValueError) as err:
-                module.fail_json(msg="token_file=%s (sglang_hf_token_file) cannot be read: %s."
-                                 % (p["token_file"], getattr(err, "strerror", None) or type(err).__name__))
-        endpoint = p["endpoint"].rstrip("/")
         try:
-            commit, files, digests = listing(endpoint, p["repo"], p["revision"], token, p["timeout"])
-        except FinalError as err:
-            module.fail_json(msg="Cannot download %s@%s: %s." % (p["repo"], p["revision"], err))
-        except (urllib.error.URLError, OSError, ValueError, http.client.HTTPException) as err:
-            gated = getattr(err, "code", None) in (401, 403)
-            hint = " (a gated or private model needs sglang_hf_token)" if gated else ""
-            module.fail_json(msg="Cannot list %s@%s on %s: %s%s" % (p["repo"], p["revision"], endpoint, err, hint))
-        todo = [name for name, size in sorted(files.items())
-                if not (os.path.exists(os.path.join(p["path"], name))
-                        and (size is None or os.path.getsize(os.path.join(p["path"], name)) == size))]
-        # a file there at its listed size but with other bytes (a copy from elsewhere, a bad mirror) is not the file
-        verified, differs = read_verified(p["path"]), []
-        for name in sorted(set(files) - set(todo)):
-            if not content_ok(p["path"], name, digests.get(name), verified):
-                differs.append(name)
-        todo = sorted(set(todo) | set(differs))
-        total = sum(size or 0 for size in files.values())
-        if module.check_mode:
-            module.exit_json(changed=bool(todo), commit=commit, fetched=todo, resumed={}, done=True,
-                             bytes_done=on_disk(p["path"], files)[0], bytes_total=total,
-                             files_done=len(files) - len(todo), files_total=len(files), bytes_per_s=None,
-                             progress="%d of %d files to download from %s" % (len(todo), len(files), p["repo"]))
-        for name in differs:  # downloaded again below, whole
-            os.unlink(os.path.join(p["path"], name))
-            module.warn("%s in %s had the listed size but not the listed sha256 %s: it was removed and is downloaded "
-                        "again." % (name, p["path"], digests[name]))
-        start = time.monotonic()
-        deadline = start + p["poll"] if p["poll"] else None
-        for name in todo:
-            dest = os.path.join(p["path"], name)
-            os.makedirs(os.path.dirname(dest), exist_ok=True)
-            if not os.path.realpath(dest).startswith(os.path.realpath(p["path"]) + os.sep):
-                module.fail_json(msg="%s would be written outside path=%s (through a symbolic link there): refused; "
-                                     "remove the link" % (name, p["path"]), fetched=[], resumed={})
-        urls = {name: "%s/%s/resolve/%s/%s" % (endpoint, p["repo"], commit, urllib.parse.quote(name)) for name in todo}
-        done_files, failures = fetch_all(todo, urls, p["path"], files, digests, token, p["timeout"], deadline,
-                                         p["connections"])
-        fetched = [name for name in todo if done_files.get(name, (0, 0, False))[2]]
-        resumed = {name: got[0] for name, got in done_files.items() if got[0]}
-        written = sum(got[1] for got in done_files.values())
-        stopped = len(fetched) < len(todo)
-        for name in fetched:
-            if digests.get(name):  # fetch() checked its sha256
-                verified[name] = _stamp(os.path.join(p["path"], name)) + [digests[name]]
-        if failures:
-            if verified != read_verified(p["path"]):
-                write_verified(p["path"], verified)
-            name, err = failures[0]
-            if isinstance(err, FinalError):
-                module.fail_json(msg="Downloading %s from %s failed: %s." % (name, p["repo"], err), fetched=fetched,
-                                 resumed=resumed)
-            module.fail_json(msg="Downloading %s from %s failed: %s. The partial file is kept; run again to resume."
-                             % (name, p["repo"], err), fetched=fetched, resumed=resumed)
-        seconds = time.monotonic() - start
-        if verified != read_verified(p["path"]) and os.path.isdir(p["path"]):
-            write_verified(p["path"], verified)
-        have, whole_files = on_disk(p["path"], files)
-        rate = round(written / seconds, 1) if written and seconds > 0 else None
-        module.exit_json(changed=bool(fetched or written), commit=commit, fetched=fetched, resumed=resumed,
-                         done=not stopped, bytes_done=have, bytes_total=total, files_done=whole_files,
-                         files_total=len(files), bytes_per_s=rate, progress_clock="task",
-                         connections=p["connections"], bytes_fetched=written,
-                         progress=progress_line(p["repo"], have, total, whole_files, len(files), rate, not stopped))
+            run(module, p)
+        except Failed as err:
+            module.fail_json(msg=str(err), fetched=err.fetched, resumed=err.resumed)
+
+
+def run(module, p):
+    endpoint = p["endpoint"].rstrip("/")
+    token = read_token(p["token_file"])
+    if p["background"] and not module.check_mode:
+        start_early(module, p, endpoint, token)
+    start = time.monotonic()
+    deadline = start + p["poll"] if p["poll"] else None
+    lock = None
+    if os.path.isdir(p["path"]) and not module.check_mode:
+        lock = take_lock(p["path"], p["poll"])
+        if lock is None:
+            join_early(module, p, start)
+    found = survey(p, endpoint, token)
+    commit, files, todo = found[0], found[1], found[3]
+    total = sum(size or 0 for size in files.values())
+    if module.check_mode:
+        module.exit_json(changed=bool(todo), commit=commit, fetched=todo, resumed={}, done=True,
+                         bytes_done=on_disk(p["path"], files)[0], bytes_total=total,
+                         files_done=len(files) - len(todo), files_total=len(files), bytes_per_s=None,
+                         progress="%d of %d files to download from %s" % (len(todo), len(files), p["repo"]))
+    ledger = read_ledger(p["path"]) if lock else {}
+    if ledger.get("commit") != commit:
+        ledger = {"commit": commit, "repo": p["repo"]}
+    ledger = settle(p["path"], ledger, files)
+    if ledger.get("state") == "failed":
+        module.warn("The early download of %s stopped: %s. This run continues it." % (p["repo"], ledger.get("error")))
+    try:
+        fetched, resumed, written = download(p, endpoint, token, found, todo, deadline, module.warn)
+    except Failed as err:
+        if lock:
+            add_to_ledger(p["path"], ledger, 0, state="joined")
+        raise err
+    stopped = len(fetched) < len(todo)
+    if lock:
+        ledger = add_to_ledger(p["path"], ledger, written, state="joined", pid=None)
+        if not stopped:  # the download is whole: its ledger is spent (hf_checkpoint_status marks the folder complete)
+            os.unlink(os.path.join(p["path"], LEDGER))
+    seconds = time.monotonic() - start
+    have, whole_files = on_disk(p["path"], files)
+    rate = round(written / seconds, 1) if written and seconds > 0 else None
+    module.exit_json(changed=bool(fetched or written), commit=commit, fetched=fetched, resumed=resumed,
+                     done=not stopped, bytes_done=have, bytes_total=total, files_done=whole_files,
+                     files_total=len(files), bytes_per_s=rate, progress_clock="task",
+                     connections=p["connections"], bytes_fetched=written,
+                     download_fetched=_number(ledger.get("bytes_fetched")) if lock else written,
+                     download_started=ledger.get("started") if lock else None,
+                     progress=progress_line(p["repo"], have, total, whole_files, len(files), rate, not stopped))
 
 
 if __name__ == "__main__":

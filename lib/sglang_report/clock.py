@@ -41,8 +41,9 @@ def add_download(clock, result):
     result = result if isinstance(result, dict) else {}
     out = dict(clock or {})
     got = dict(out.get("fetch") or {})
-    for key in ("bytes_total", "bytes_fetched"):
-        value = result.get(key)
+    # download_fetched: the whole download's bytes (the early download's and every try's), once it is done
+    fetched = result.get("download_fetched", result.get("bytes_fetched"))
+    for key, value in (("bytes_total", result.get("bytes_total")), ("bytes_fetched", fetched)):
         if isinstance(value, (int, float)) and not isinstance(value, bool):
             got[key] = (got.get(key) or 0) + value
     if isinstance(result.get("connections"), int):

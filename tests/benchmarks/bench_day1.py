@@ -16,7 +16,6 @@ Numbers only: nothing here passes or fails.
 
 import argparse
 import hashlib
-import http.server
 import json
 import os
 import shutil
@@ -27,101 +26,13 @@ import sys
 import tempfile
 import threading
 import time
-import urllib.parse
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 MODULE = os.path.join(REPO, "library", "hf_download.py")
-SHA = "0123456789abcdef0123456789abcdef01234567"
 NAME = "org/model"
-
-
-class Bucket:
-    """A token bucket in bytes per second (taken in pieces; a sleeping taker holds no lock)."""
-
-    def __init__(self, rate):
-        self.rate, self.lock, self.free_at = float(rate), threading.Lock(), time.monotonic()
-
-    def take(self, count):
-        with self.lock:
-            now = time.monotonic()
-            self.free_at = max(self.free_at, now) + count / self.rate
-            wait = self.free_at - now - count / self.rate
-        if wait > 0:
-            time.sleep(wait)
-
-
-class Hub(http.server.ThreadingHTTPServer):
-    daemon_threads = True
-
-    def __init__(self, root, per_connection, total):
-        super().__init__(("127.0.0.1", 0), Handler)
-        self.root, self.per_connection, self.total = root, per_connection, Bucket(total)
-        self.files = {n: os.path.getsize(os.path.join(root, n)) for n in sorted(os.listdir(root))}
-        self.digests = {}
-        self.sent, self.lock = 0, threading.Lock()
-
-
-class Handler(http.server.BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-
-    def log_message(self, *args):
-        pass
-
-    def setup(self):
-        super().setup()
-        self.bucket = Bucket(self.server.per_connection)  # kept across keep-alive requests, as a CDN's is
-
-    def _send(self, code, body=b"", headers=None, head=False):
-        self.send_response(code)
-        for key, value in dict({"Content-Length": str(len(body))}, **(headers or {})).items():
-            self.send_header(key, value)
-        self.end_headers()
-        if not head:
-            self.wfile.write(body)
-
-    def do_HEAD(self):
-        self.do_GET(head=True)
-
-    def do_GET(self, head=False):
-        hub, path = self.server, urllib.parse.urlparse(self.path).path
-        if path.startswith("/api/models/%s/revision/" % NAME) or path.startswith("/api/models/%s/tree/" % NAME):
-            entries = [{"rfilename": n, "path": n, "type": "file", "size": s, "oid": hub.digests[n][:40],
-                        "lfs": {"sha256": hub.digests[n], "size": s, "oid": hub.digests[n], "pointerSize": 134}}
-                       for n, s in hub.files.items()]
-            body = json.dumps(entries if "/tree/" in path else {"id": NAME, "sha": SHA, "siblings": entries}).encode()
-            return self._send(200, body, {"Content-Type": "application/json"}, head)
-        prefix = "/%s/resolve/" % NAME
-        name = path[len(prefix):].split("/", 1)[-1] if path.startswith(prefix) else None
-        if name not in hub.files:
-            return self._send(404, b"not found", {"X-Error-Code": "EntryNotFound"}, head)
-        size = hub.files[name]
-        start = int(self.headers["Range"].split("=")[1].split("-")[0]) if self.headers.get("Range") else 0
-        etag = '"%s"' % hub.digests[name]
-        headers = {"X-Repo-Commit": SHA, "ETag": etag, "X-Linked-Etag": etag, "X-Linked-Size": str(size),
-                   "Accept-Ranges": "bytes", "Content-Length": str(size - start)}
-        if start:
-            headers["Content-Range"] = "bytes %d-%d/%d" % (start, size - 1, size)
-        self.send_response(206 if start else 200)
-        for key, value in headers.items():
-            self.send_header(key, value)
-        self.end_headers()
-        if head:
-            return
-        piece = 256 * 1024
-        with open(os.path.join(hub.root, name), "rb") as handle:
-            handle.seek(start)
-            while True:
-                block = handle.read(piece)
-                if not block:
-                    return
-                self.bucket.take(len(block))
-                hub.total.take(len(block))
-                try:
-                    self.wfile.write(block)
-                except OSError:
-                    return
-                with hub.lock:
-                    hub.sent += len(block)
+# The stand-in Hub molecule serves too (molecule/standins/standin_hub.py): the caps, the listings, Range.
+sys.path.insert(0, os.path.join(REPO, "molecule", "standins"))
+from standin_hub import Hub  # noqa: E402  pylint: disable=wrong-import-position
 
 
 def make_repo(folder, files, mib):

@@ -371,12 +371,13 @@ def run_download_yml(tmp_path, hub_url, target):
     play.write_text(yaml.safe_dump([{
         "name": "Run the role's download tasks against the Hub stand-in", "hosts": "localhost",
         "connection": "local", "gather_facts": False,
-        "tasks": [{"name": "Download", "ansible.builtin.include_role": {"name": "sglang", "tasks_from": "download"},
-                   "vars": {"_sglang_internal": "download", "_sglang_download_repo": "org/model",
+        # the folder and the token as download_start.yml leaves them (download_prepare.yml), then the tries
+        "tasks": [{"name": step, "ansible.builtin.include_role": {"name": "sglang", "tasks_from": step},
+                   "vars": {"_sglang_internal": step, "_sglang_download_repo": "org/model",
                             "_sglang_download_revision": "main",
                             "_sglang_download_path": str(target), "sglang_user": "root",
                             "sglang_hf_token": TOKEN, "sglang_hf_token_file": str(tmp_path / "hf" / "hub" / "token"),
-                            "sglang_hf_endpoint": hub_url}}]}]))
+                            "sglang_hf_endpoint": hub_url}} for step in ("download_prepare", "download")]}]))
     env = dict(os.environ, ANSIBLE_CONFIG=str(REPO_ROOT / "ansible.cfg"), ANSIBLE_NOCOLOR="1")
     # No sudo on a test machine: the tasks' `become` (to the service user) is switched off by the variable.
     return subprocess.run([str(pathlib.Path(sys.executable).parent / "ansible-playbook"), str(play),
@@ -393,6 +394,7 @@ def test_download_yml_prints_one_line_per_try_then_changes_nothing(slow_hub, tmp
     for sub in ("defaults", "meta", "vars"):
         (role / sub).symlink_to(REPO_ROOT / "roles/sglang" / sub)
     (role / "tasks" / "download.yml").write_text(text.replace("poll: 30\n", "poll: 1\n"))
+    (role / "tasks" / "download_prepare.yml").symlink_to(REPO_ROOT / "roles/sglang/tasks/download_prepare.yml")
     monkeypatch.setenv("ANSIBLE_ROLES_PATH", str(tmp_path / "roles"))
     target = tmp_path / "model"
     url = "http://127.0.0.1:%d" % slow_hub.server_port

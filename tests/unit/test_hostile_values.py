@@ -346,9 +346,8 @@ def test_the_role_checks_values_before_anything_else():
 # --- the Hub token's folders: only those the role owns are created or chowned ---
 
 def _token_tasks():
-    with open(os.path.join(REPO, "roles", "sglang", "tasks", "download.yml"), encoding="utf-8") as handle:
-        block = next(task for task in yaml.safe_load(handle) if "block" in task)["block"]
-    return [task for task in block if "token" in task["name"].lower()]
+    with open(os.path.join(REPO, "roles", "sglang", "tasks", "download_prepare.yml"), encoding="utf-8") as handle:
+        return [task for task in yaml.safe_load(handle) if "token" in task["name"].lower()]
 
 
 def test_a_token_file_in_an_existing_folder_leaves_that_folder_as_it_is(tmp_path):
@@ -358,7 +357,7 @@ def test_a_token_file_in_an_existing_folder_leaves_that_folder_as_it_is(tmp_path
     home = tmp_path / "home"
     home.mkdir()
     play = tmp_path / "play.yml"
-    play.write_text(yaml.safe_dump([{"name": "The token tasks of download.yml", "hosts": "localhost",
+    play.write_text(yaml.safe_dump([{"name": "The token tasks of download_prepare.yml", "hosts": "localhost",
                                      "connection": "local", "gather_facts": False, "tasks": _token_tasks()}]))
     env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(REPO, "ansible.cfg"), ANSIBLE_NOCOLOR="1",
                ANSIBLE_ROLES_PATH=os.path.join(REPO, "roles"))

@@ -87,6 +87,19 @@ def test_a_phase_met_twice_spans_both():
     assert clock.section(c)["phases"][0]["seconds"] == 9.0
 
 
+def test_the_early_download_counts_whole_and_beside_the_driver():
+    # started early (before the driver), joined after the runtime: the last try's download_fetched is the
+    # download's, not the last 30 s try's bytes_fetched
+    c = clock.mark({}, "download", "start", T0)
+    c = clock.mark(clock.mark(c, "driver", "start", T0 + 1), "driver", "end", T0 + 61)
+    c = clock.mark(clock.mark(c, "download", "start", T0 + 70), "download", "end", T0 + 100)
+    c = clock.add_download(c, {"bytes_total": 4_000_000_000, "bytes_fetched": 30_000_000,
+                               "download_fetched": 4_000_000_000, "connections": 16})
+    got = clock.section(c)
+    assert got["download"]["bytes_fetched"] == 4_000_000_000 and got["download"]["bytes_per_s"] == 40_000_000
+    assert got["download_beside"] == [{"phase": "driver", "seconds": 60.0}]
+
+
 def test_no_clock_no_line():
     assert clock.section({}) is None
     assert clock.section(None) is None

@@ -3,9 +3,15 @@
 prepare.yml left an interrupted first run on the Debian 12 hosts; converge finished it; side_effect bumped
 the HGX driver to 580.105.08 against a stale apt cache."""
 
+import datetime
 import json
+import os
+import sys
 
 import pytest
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "lib"))
+from sglang_report.clock import section  # noqa: E402  pylint: disable=wrong-import-position
 
 # ct200: newest of the branch; HGX: 580.82.07 as asked, then bumped to 580.105.08 by side_effect.
 DRIVER = {"ct200-gpuhost": "580.95.05-1", "hgx-gpuhost": "580.105.08-1", "trixie-gpuhost": "580.95.05-1"}
@@ -158,3 +164,32 @@ def test_a_rerun_skips_the_install_only_while_the_host_is_as_recorded(host):
     # the full run put both back
     assert "edited by hand" not in host.file("/etc/apt/preferences.d/nvidia-driver").content_string
     assert host.run("dpkg-query -W -f='${Status}' nvidia-kernel-open-dkms").stdout.startswith("hold ")
+
+
+def test_the_model_downloaded_beside_the_driver_and_cuda_and_continued_after_the_reboot(host, name):
+    if name != "ct200-gpuhost":
+        pytest.skip("ct200-gpuhost downloads its model from the stand-in Hub")
+    proof = json.loads(host.file("/root/early-download.json").content_string)
+    clock, join, ledger = proof["clock"], proof["join"], proof["ledger_after_cuda"]
+    total = join["bytes_total"]
+    assert total > 96 * 2**20 and join["done"], join
+    # the download began before the driver role, and the driver's reboot ended it part way
+    log = host.file("/var/log/standin-reboots.log").content_string
+    ended = [line for line in log.splitlines() if "ended sglang-download" in line]
+    assert len(ended) == 1, log
+    when = datetime.datetime.fromisoformat(ended[0].split(" ", 1)[0]).timestamp()
+    on_disk = int(ended[0].rsplit(", ", 1)[1].split(" ")[0])
+    assert clock["download"]["start"] < clock["driver"]["start"] < when < clock["driver"]["end"], (clock, ended)
+    assert 0 < on_disk < total
+    # started again after the driver role, it fetched while CUDA ran (a new process, its own bytes)
+    killed = ended[0].split("(pid ", 1)[1].split(")")[0]
+    assert ledger.get("pid") and str(ledger["pid"]) != killed, ledger
+    assert ledger["early_fetched"] > 0 and ledger["updated"] <= clock["cuda"]["end"] + 5, ledger
+    # and nothing was fetched again from zero: the Hub sent the checkpoint about once, the ledger counted it once
+    assert proof["hub_sent"] <= total * 1.05, proof["hub_sent"]
+    assert total * 0.95 <= join["download_fetched"] <= total * 1.05, join
+    # the report's day-1 clock says the download ran beside the driver and CUDA
+    beside = {item["phase"] for item in section(clock)["download_beside"]}
+    assert {"driver", "cuda"} <= beside, section(clock)
+    assert host.file("/srv/models/standin-tiny/.sglang-download-complete").exists
+    assert not host.file("/srv/models/standin-tiny/.sglang-download.json").exists

@@ -1,0 +1,189 @@
+"""library/hf_download.py's early download (issue 33): `background: true` fetches the small files (config.json, the
+index) before it returns and the rest in a detached process holding the folder's lock; the role's download tries
+join it (they report its progress while it runs, and fetch themselves once it is gone: a reboot kills it, and the
+.part files it left are continued, not fetched again). Against the Hub stand-in of test_hf_download.py."""
+
+import json
+import os
+import signal
+import threading
+import time
+
+from test_hf_download import Hub, module_args, one_try
+from test_hf_download_parallel import listed, shards
+
+
+def paced_hub(files, per_request):
+    server = Hub(files, siblings=listed(files), bytes_per_s=per_request)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server
+
+
+def args_for(server, tmp_path, **extra):
+    target = tmp_path / "model"
+    target.mkdir(exist_ok=True)
+    return dict(module_args("org/model", "main", target, tmp_path / "no-token",
+                            "http://127.0.0.1:%d" % server.server_port), **extra), target
+
+
+def alive(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    try:  # a zombie of this test's process tree counts as gone
+        with open("/proc/%d/stat" % pid, encoding="utf-8") as handle:
+            return handle.read().split(")")[-1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def wait_gone(pid, seconds=60):
+    until = time.monotonic() + seconds
+    while alive(pid) and time.monotonic() < until:
+        time.sleep(0.1)
+    assert not alive(pid), "the early download (pid %d) still runs" % pid
+
+
+def join(args, tmp_path, tries=60):
+    """The role's download loop: tries of `poll` seconds until done."""
+    seen = []
+    for _ in range(tries):
+        rc, out = one_try(dict(args, poll=1), tmp_path)
+        assert rc == 0, out
+        seen.append(out)
+        if out["done"]:
+            return seen
+    raise AssertionError("not done after %d tries: %s" % (tries, seen[-1]))
+
+
+def weights_and_config():
+    files = shards(4, 2 * 2**20)
+    files["config.json"] = b'{"architectures": ["KimiK25ForConditionalGeneration"]}'
+    return files
+
+
+def test_the_early_start_returns_at_once_with_config_json_and_the_tries_join_it(tmp_path):
+    files = weights_and_config()
+    server = paced_hub(files, 1024 * 1024)  # each 2 MiB shard ~2 s, side by side
+    try:
+        args, target = args_for(server, tmp_path)
+        began = time.monotonic()
+        rc, out = one_try(dict(args, background=True), tmp_path)
+        assert rc == 0 and out["started"] and out["changed"] and not out["done"], out
+        assert time.monotonic() - began < 1.5  # the weights are the background's
+        assert (target / "config.json").read_bytes() == files["config.json"]  # the plan reads it now
+        pid = out["pid"]
+        assert alive(pid)
+
+        rc, again = one_try(dict(args, background=True), tmp_path)
+        assert rc == 0 and not again["started"] and again["running"] and again["pid"] == pid, again
+
+        tries = join(args, tmp_path)
+        waiting = [t for t in tries if not t["done"]]
+        assert waiting and all(t["joined"] == pid and "started early" in t["progress"] for t in waiting), tries
+        last = tries[-1]
+        total = sum(len(d) for d in files.values())
+        # the whole download's bytes, the early part's included, and when it began
+        assert last["download_fetched"] == total and last["download_started"] <= time.time(), last
+        assert not (target / ".sglang-download.json").exists()  # spent
+        wait_gone(pid)
+    finally:
+        server.shutdown()
+    for name, data in files.items():
+        assert (target / name).read_bytes() == data
+
+
+def test_a_killed_early_download_is_continued_by_the_tries_not_fetched_again(tmp_path):
+    files = weights_and_config()
+    total = sum(len(d) for d in files.values())
+    server = paced_hub(files, 512 * 1024)  # each shard ~4 s
+    try:
+        args, target = args_for(server, tmp_path)
+        rc, out = one_try(dict(args, background=True), tmp_path)
+        assert rc == 0 and out["started"], out
+        time.sleep(2.5)
+        os.kill(out["pid"], signal.SIGKILL)  # what a reboot does to it
+        wait_gone(out["pid"])
+        ledger = json.loads((target / ".sglang-download.json").read_text())
+        assert ledger["state"] == "running" and ledger["pid"] == out["pid"]
+        kept = sum(os.path.getsize(target / n) for n in os.listdir(target) if n.endswith(".part"))
+        assert kept > 2**20, "the early download left no .part to continue"
+
+        tries = join(args, tmp_path)
+    finally:
+        server.shutdown()
+    fetched_by_tries = sum(t["bytes_fetched"] for t in tries)
+    assert fetched_by_tries <= total - kept, (fetched_by_tries, total, kept)
+    for name, data in files.items():
+        assert (target / name).read_bytes() == data
+    # the early part (its last note, and what it wrote after it) and the tries': every byte of the weights once
+    assert total - len(files["config.json"]) <= tries[-1]["download_fetched"] <= total, tries[-1]
+
+
+def test_a_failed_early_download_is_said_and_continued(tmp_path):
+    files = weights_and_config()
+    server = Hub(files, siblings=listed(files), broken_file="model-00002.safetensors")
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        args, target = args_for(server, tmp_path)
+        rc, out = one_try(dict(args, background=True), tmp_path)
+        assert rc == 0 and out["started"], out
+        wait_gone(out["pid"])
+        ledger = json.loads((target / ".sglang-download.json").read_text())
+        assert ledger["state"] == "failed" and "model-00002.safetensors" in ledger["error"], ledger
+        server.broken_file = None  # the storage backend is back
+        tries = join(args, tmp_path)
+    finally:
+        server.shutdown()
+    assert "The early download of org/model stopped" in json.dumps(tries[0].get("warnings")), sorted(tries[0])
+    assert (target / "model-00002.safetensors").read_bytes() == files["model-00002.safetensors"]
+
+
+def test_a_checkpoint_marked_complete_starts_nothing(tmp_path):
+    files = weights_and_config()
+    server = paced_hub(files, 1024 * 1024)
+    try:
+        args, target = args_for(server, tmp_path)
+        (target / ".sglang-download-complete").write_text(json.dumps({"repo": "org/model", "revision": "main"}))
+        rc, out = one_try(dict(args, background=True), tmp_path)
+    finally:
+        server.shutdown()
+    assert rc == 0 and not out["changed"] and not out["started"] and out["done"], out
+    assert server.requests == []
+
+
+def test_check_mode_starts_nothing(tmp_path):
+    files = weights_and_config()
+    server = paced_hub(files, 1024 * 1024)
+    try:
+        args, target = args_for(server, tmp_path)
+        rc, out = one_try(dict(args, background=True, _ansible_check_mode=True), tmp_path)
+    finally:
+        server.shutdown()
+    assert rc == 0 and out["done"] and "pid" not in out, out
+    assert sorted(os.listdir(target)) == []
+
+
+def test_started_again_after_a_kill_it_continues_the_parts_and_counts_every_byte_once(tmp_path):
+    # site.yml starts the download again after the driver role: the reboot ended the first one
+    files = weights_and_config()
+    total = sum(len(d) for d in files.values())
+    server = paced_hub(files, 512 * 1024)
+    try:
+        args, target = args_for(server, tmp_path)
+        rc, first = one_try(dict(args, background=True), tmp_path)
+        assert rc == 0 and first["started"], first
+        time.sleep(2.5)
+        os.kill(first["pid"], signal.SIGKILL)
+        wait_gone(first["pid"])
+        kept = sum(os.path.getsize(target / n) for n in os.listdir(target) if n.endswith(".part"))
+        rc, second = one_try(dict(args, background=True), tmp_path)
+        assert rc == 0 and second["started"] and second["pid"] != first["pid"], second
+        assert second["bytes_done"] >= kept  # continued, not begun again
+        tries = join(args, tmp_path)
+    finally:
+        server.shutdown()
+    assert total - len(files["config.json"]) <= tries[-1]["download_fetched"] <= total, tries[-1]
+    for name, data in files.items():
+        assert (target / name).read_bytes() == data
