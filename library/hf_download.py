@@ -54,6 +54,12 @@ options:
       - Files downloaded side by side, one HTTP connection and at most 8 MiB in memory each (1 to 64).
     type: int
     default: 16
+  max_bytes_per_s:
+    description:
+      - A cap on the download's rate in bytes per second, all connections together (0 - none), so that a download
+        beside a live server (a new revision fetched while the old one serves) leaves it the link.
+    type: int
+    default: 0
   poll:
     description:
       - Seconds one call downloads before it returns with RV(done=false), leaving the rest to the next call.
@@ -325,7 +331,7 @@ def _prefix_digest(part, offset):
     return digest
 
 
-def fetch(url, dest, size, token, timeout, deadline=None, sha256=None, stop=None):
+def fetch(url, dest, size, token, timeout, deadline=None, sha256=None, stop=None, throttle=None):
     """Download url to dest through dest.part, continuing a partial one.
 
     Returns (offset resumed at, bytes written, whether dest is now whole). Past `deadline` (time.monotonic()), or once
@@ -363,6 +369,8 @@ def fetch(url, dest, size, token, timeout, deadline=None, sha256=None, stop=None
                         if not chunk:
                             break
                         handle.write(chunk)
+                        if throttle is not None:
+                            throttle(len(chunk))
                         if digest is not None:
                             digest.update(chunk)  # hashlib lets the other files' threads run meanwhile
                         written += len(chunk)
@@ -389,7 +397,23 @@ def fetch(url, dest, size, token, timeout, deadline=None, sha256=None, stop=None
     return resumed, written, True
 
 
-def fetch_all(todo, urls, folder, files, digests, token, timeout, deadline, connections):
+class RateCap:
+    """The download's cap in bytes per second, shared by its connections: a taker sleeps until its bytes fit (the
+    sleep holds no lock, so the other connections go on)."""
+
+    def __init__(self, rate):
+        self.rate, self.lock, self.free_at = float(rate), threading.Lock(), time.monotonic()
+
+    def __call__(self, count):
+        with self.lock:
+            now = time.monotonic()
+            self.free_at = max(self.free_at, now) + count / self.rate
+            wait = self.free_at - now - count / self.rate
+        if wait > 0:
+            time.sleep(wait)
+
+
+def fetch_all(todo, urls, folder, files, digests, token, timeout, deadline, connections, max_bytes_per_s=0):
     """The files of `todo` side by side, `connections` at a time (one HTTP stream each, each resumable by its own
     .part): one stream is what a CDN gives a connection (about 40 MB/s), many fill the link.
 
@@ -397,13 +421,14 @@ def fetch_all(todo, urls, folder, files, digests, token, timeout, deadline, conn
     a failure the other files stop at their next read and keep their .part; files not begun by the deadline are the
     next call's."""
     stop, results, failures = threading.Event(), {}, []
+    throttle = RateCap(max_bytes_per_s) if max_bytes_per_s else None
 
     def one(name):
         if stop.is_set() or (deadline is not None and time.monotonic() >= deadline):
             return
         try:
             results[name] = fetch(urls[name], os.path.join(folder, name), files[name], token, timeout, deadline,
-                                  digests.get(name), stop)
+                                  digests.get(name), stop, throttle)
         except (FinalError, urllib.error.URLError, OSError, ValueError, http.client.HTTPException) as err:
             failures.append((name, err))
             stop.set()
@@ -600,7 +625,7 @@ def download(p, endpoint, token, found, todo, deadline, warn):
                          "link" % (name, p["path"]))
     urls = {name: "%s/%s/resolve/%s/%s" % (endpoint, p["repo"], commit, urllib.parse.quote(name)) for name in todo}
     done_files, failures = fetch_all(todo, urls, p["path"], files, digests, token, p["timeout"], deadline,
-                                     p["connections"])
+                                     p["connections"], p["max_bytes_per_s"])
     fetched = [name for name in todo if done_files.get(name, (0, 0, False))[2]]
     resumed = {name: got[0] for name, got in done_files.items() if got[0]}
     written = sum(got[1] for got in done_files.values())
@@ -763,13 +788,16 @@ def main():
         "path": {"type": "path", "required": True}, "token_file": {"type": "path"},
         "endpoint": {"type": "str", "default": "https://huggingface.co"}, "timeout": {"type": "int", "default": 60},
         "poll": {"type": "int"}, "connections": {"type": "int", "default": 16},
-        "background": {"type": "bool", "default": False},
+        "background": {"type": "bool", "default": False}, "max_bytes_per_s": {"type": "int", "default": 0},
     }, supports_check_mode=True)
     with failures_as_sentences(module, "hf_download"):
         p = module.params
         if not 1 <= p["connections"] <= MAX_CONNECTIONS:
             module.fail_json(msg="connections=%r (sglang_download_connections) must be 1 to %d: the files downloaded "
                                  "side by side, e.g. 16 for a fast link." % (p["connections"], MAX_CONNECTIONS))
+        if p["max_bytes_per_s"] < 0:
+            module.fail_json(msg="max_bytes_per_s=%r (sglang_download_max_mb_per_s) must be 0 (no cap) or a rate in "
+                                 "bytes per second, e.g. 200000000." % p["max_bytes_per_s"])
         if p["poll"] is not None and p["poll"] < 1:
             module.fail_json(msg="poll=%r must be at least 1 (seconds one call downloads), or unset to download all in "
                                  "one call." % p["poll"])

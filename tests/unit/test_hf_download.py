@@ -221,7 +221,7 @@ def module_args(repo, revision, path, token_file, endpoint):
     assert task["become_user"] == "{{ sglang_user }}" and "environment" not in task
     values = {"_sglang_download_repo": repo, "_sglang_download_revision": revision, "_sglang_download_path": str(path),
               "sglang_hf_token_file": str(token_file), "sglang_hf_endpoint": endpoint,
-              "sglang_download_connections": 16}  # the role's default
+              "sglang_download_connections": 16, "sglang_download_max_mb_per_s": 0}  # the role's defaults
     return {key: jinja2.Template(value).render(**values) if isinstance(value, str) else value
             for key, value in task["hf_download"].items()}
 

@@ -142,3 +142,28 @@ def test_connections_out_of_range_are_refused_by_the_knobs_name(tmp_path, connec
         server.shutdown()
     assert rc != 0 and "sglang_download_connections" in out["msg"] and str(connections) in out["msg"], out
     assert server.spans == []
+
+
+def test_the_rate_cap_holds_the_download_under_it_all_connections_together(tmp_path):
+    # sglang_download_max_mb_per_s: 4 MiB at 2 MB/s cannot take less than ~2.1 s, however many connections
+    files = shards(4, 2**20)
+    server = counting_hub(files, siblings=listed(files))
+    try:
+        began = time.monotonic()
+        rc, out, _ = run(server, tmp_path, connections=4, max_bytes_per_s=2 * 10**6)
+        took = time.monotonic() - began
+    finally:
+        server.shutdown()
+    assert rc == 0 and out["done"], out
+    assert took >= 0.9 * 4 * 2**20 / (2 * 10**6), took
+
+
+def test_the_role_passes_the_rate_cap_in_bytes_and_checks_the_knob():
+    from test_hostile_values import refused  # the check phase's sentences for the role's knobs
+
+    for name in ("download.yml", "download_early.yml"):
+        text = (REPO_ROOT / "roles/sglang/tasks" / name).read_text()
+        assert 'max_bytes_per_s: "{{ (sglang_download_max_mb_per_s | float * 1000000) | int }}"' in text, name
+    assert refused(sglang_download_max_mb_per_s=250) == []
+    assert any("sglang_download_max_mb_per_s" in line and "-5" in line
+               for line in refused(sglang_download_max_mb_per_s=-5))
