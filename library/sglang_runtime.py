@@ -284,6 +284,7 @@ from ansible.module_utils.sglang_files import NotPlainFile, load_json, read_plai
 from ansible.module_utils.sglang_uv import (
     BUILDER,
     builder_complete,
+    compile_bytecode,
     index_summary,
     install_builder,
     pip_options,
@@ -722,7 +723,14 @@ def run_install(module, p):
         if proc.returncode != 0:
             said = redact((proc.stderr or proc.stdout).strip())[-2000:]
             raise RuntimeError_("uv, %s (rc %d): %s" % (what, proc.returncode, said))
-    return {"changed": True, "path": runtime}
+    # the other complete runtimes of the host: the same files from uv's cache, compiled once
+    others = [m["path"] for m in read_markers(p["dir"]).values()
+              if os.path.normpath(m["path"]) != os.path.normpath(runtime)]
+    try:
+        bytecode = compile_bytecode(runtime, others)
+    except OSError as err:
+        raise RuntimeError_("compiling the bytecode of %s: %s" % (runtime, err)) from None
+    return {"changed": True, "path": runtime, "bytecode": bytecode}
 
 
 # -- the module ---------------------------------------------------------------------------------------------

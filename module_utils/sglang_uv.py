@@ -180,12 +180,102 @@ def pip_options(runtimes_dir, run=subprocess.run):
 
 def uv_environment(runtimes_dir, settings, base=None):
     """The environment uv runs with: the host's (base), the index settings, the shared cache hard-linked into each
-    runtime, the host's own python only, and bytecode compiled as pip compiles it (the service user cannot write
-    __pycache__ into a root-owned runtime, so without it every start would compile SGLang and torch again)."""
+    runtime, the host's own python only. uv compiles no bytecode: compile_bytecode does, after the install, sharing
+    what the host's other runtimes compiled."""
     _builder, cache = paths(runtimes_dir)
     env = {k: v for k, v in (os.environ if base is None else base).items()
            if not k.startswith(("UV_", "PIP_", "VIRTUAL_ENV"))}
     env.update(settings)
-    env.update(UV_CACHE_DIR=cache, UV_LINK_MODE="hardlink", UV_PYTHON_DOWNLOADS="never", UV_COMPILE_BYTECODE="1",
+    env.update(UV_CACHE_DIR=cache, UV_LINK_MODE="hardlink", UV_PYTHON_DOWNLOADS="never", UV_COMPILE_BYTECODE="0",
                UV_NO_PROGRESS="1")
     return env
+
+
+# -- bytecode -------------------------------------------------------------------------------------------------
+# A runtime is root's and never modified once complete, so the service user cannot write __pycache__ into it: without
+# bytecode compiled at the build, every start of every rank would compile SGLang and torch again. Compiling torch's
+# and SGLang's ~20,000 files takes a minute of a build on two cores, the same minute for every runtime. But a runtime
+# uv built holds its files as hard links into uv's cache, so a second runtime's torch is the very same files (the same
+# inodes) as the first's; their bytecode is the same too (a .pyc records its source's mtime and size, which a hard link
+# shares, and the importer puts the loading path into the code object, importlib's _fix_co_filename). So a build links
+# the .pyc of every source another complete runtime already compiled, and compiles only the rest.
+COMPILE_TIMEOUT = 3600
+
+
+def site_packages(runtime):
+    """[(site-packages folder, cache tag such as cpython-311)] of a runtime."""
+    out = []
+    lib = os.path.join(runtime, "lib")
+    for entry in sorted(os.listdir(lib)) if os.path.isdir(lib) else []:
+        match = re.match(r"^python(\d+)\.(\d+)$", entry)
+        folder = os.path.join(lib, entry, "site-packages")
+        if match and os.path.isdir(folder) and not os.path.islink(folder):
+            out.append((folder, "cpython-%s%s" % match.groups()))
+    return out
+
+
+def compiled_sources(runtimes):
+    """{(device, inode, cache tag): .pyc path} of the sources the runtimes compiled (plain .pyc, not opt-1/2)."""
+    known = {}
+    for runtime in runtimes:
+        for folder, _tag in site_packages(runtime):
+            for base, _dirs, files in os.walk(folder):
+                if os.path.basename(base) != "__pycache__":
+                    continue
+                for name in files:
+                    parts = name.split(".")
+                    if len(parts) != 3 or parts[2] != "pyc":
+                        continue
+                    try:
+                        st = os.stat(os.path.join(os.path.dirname(base), parts[0] + ".py"))
+                    except OSError:
+                        continue
+                    known[(st.st_dev, st.st_ino, parts[1])] = os.path.join(base, name)
+    return known
+
+
+def share_bytecode(runtime, others):
+    """Link into `runtime` the .pyc of each of its sources that one of `others` (complete runtimes of the host)
+    compiled from the same file; ([sources left to compile], linked count)."""
+    known = compiled_sources(others) if others else {}
+    left, linked = [], 0
+    for folder, tag in site_packages(runtime):
+        for base, dirs, files in os.walk(folder):
+            dirs[:] = [d for d in dirs if d != "__pycache__"]
+            for name in files:
+                if not name.endswith(".py"):
+                    continue
+                source = os.path.join(base, name)
+                target = os.path.join(base, "__pycache__", "%s.%s.pyc" % (name[:-3], tag))
+                if os.path.exists(target):
+                    continue
+                try:
+                    st = os.stat(source)
+                except OSError:
+                    continue
+                have = known.get((st.st_dev, st.st_ino, tag))
+                if have is None:
+                    left.append(source)
+                    continue
+                os.makedirs(os.path.dirname(target), mode=0o755, exist_ok=True)
+                try:
+                    os.link(have, target)
+                    linked += 1
+                except OSError:
+                    left.append(source)
+    return left, linked
+
+
+def compile_bytecode(runtime, others, run=subprocess.run):
+    """Bytecode for every source of the runtime's site-packages: linked from `others` where they compiled the same
+    file, compiled by the runtime's own python (compileall, every core) for the rest. {linked, compiled}. A source
+    that does not compile (a template, another Python's syntax) is left without bytecode, as pip and uv leave it."""
+    left, linked = share_bytecode(runtime, others)
+    if left:
+        try:
+            run([os.path.join(runtime, "bin", "python"), "-m", "compileall", "-q", "-j", "0", "-i", "-"],
+                input="\n".join(left) + "\n", capture_output=True, text=True, errors="replace",
+                timeout=COMPILE_TIMEOUT, check=False)
+        except subprocess.TimeoutExpired:
+            raise OSError("compiling %d files of %s took over %d s" % (len(left), runtime, COMPILE_TIMEOUT)) from None
+    return {"linked": linked, "compiled": len(left)}

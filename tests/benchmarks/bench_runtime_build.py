@@ -1,6 +1,7 @@
 """A runtime build from a local folder of wheels: pip against uv with an empty cache and with a warm one, and the disk
 of one against two runtimes (issue 33). uv runs as the role runs it (module_utils/sglang_uv.py's environment: the
-cache on the runtimes' file system, hard links, bytecode compiled as pip compiles it).
+cache on the runtimes' file system, hard links; then compile_bytecode: the bytecode another runtime compiled from the
+same files linked, the rest compiled, so that every runtime holds its bytecode as pip's does).
 
     python tests/benchmarks/bench_runtime_build.py [--wheelhouse DIR] [--requirement torch==2.9.1] [-n 1] [--json]
 
@@ -99,7 +100,7 @@ def main():
     parser.add_argument("-n", type=int, default=1, help="builds of each variant (the median is reported)")
     parser.add_argument("--python", default=shutil.which("python3") or sys.executable)
     parser.add_argument("--no-bytecode", action="store_true",
-                        help="neither installer compiles .py files (the role's builds do, as pip does by default)")
+                        help="no bytecode in either (the role's builds compile it, as pip does by default)")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     wheels = wheelhouse(os.path.abspath(args.wheelhouse), args.requirement)
@@ -116,10 +117,10 @@ def main():
     pip_flags = []
     if args.no_bytecode:
         pip_flags = ["--no-compile"]  # an option: PIP_NO_COMPILE=1 left pip compiling (the same disk, measured)
-        uv_env.pop("UV_COMPILE_BYTECODE")
     cache = uv_env["UV_CACHE_DIR"]
     find = ["--no-index", "--find-links", wheels, args.requirement]
     runs = {"pip cold": [], "uv cold": [], "uv warm": []}
+    bytecode = {}
     disks = {}
     for i in range(args.n):
         rt = os.path.join(work, "pip-%d" % i)
@@ -132,8 +133,15 @@ def main():
             if variant == "uv cold":
                 shutil.rmtree(cache, ignore_errors=True)
             rt = os.path.join(work, "%s-%d" % (variant.replace(" ", "-"), i))
-            runs[variant].append(timed([[uv, "venv", "-q", "--python", args.python, rt],
-                                        [uv, "pip", "install", "-q", "--python", rt + "/bin/python"] + find], uv_env))
+            wall, cpu = timed([[uv, "venv", "-q", "--python", args.python, rt],
+                               [uv, "pip", "install", "-q", "--python", rt + "/bin/python"] + find], uv_env)
+            if not args.no_bytecode:
+                # as the role's install does: the bytecode the first runtime compiled, linked; the rest compiled
+                others = [os.path.join(work, "uv-cold-%d" % i)] if variant == "uv warm" else []
+                began, used = time.monotonic(), children_cpu()
+                bytecode[variant] = sglang_uv.compile_bytecode(rt, others)
+                wall, cpu = wall + time.monotonic() - began, cpu + children_cpu() - used
+            runs[variant].append((wall, cpu))
         one, two = os.path.join(work, "uv-cold-%d" % i), os.path.join(work, "uv-warm-%d" % i)
         disks["uv one"], disks["uv two"] = disk(cache, one), disk(cache, one, two)
         disks["uv one runtime alone"] = disk(one)
@@ -157,6 +165,7 @@ def main():
         "requirement": args.requirement, "wheels": len([w for w in os.listdir(wheels) if w.endswith(".whl")]),
         "wheel_bytes": sum(os.path.getsize(os.path.join(wheels, w)) for w in os.listdir(wheels)),
         "n": args.n, "uv": UV_VERSION, "bytecode": not args.no_bytecode, "load": os.getloadavg()[0],
+        "bytecode_files": bytecode,
     }
     if args.json:
         print(json.dumps(result))

@@ -64,7 +64,7 @@ def test_the_uv_environment_drops_the_callers_uv_and_pip_settings_and_adds_the_s
     env = sglang_uv.uv_environment("/opt/sglang/runtimes", {"UV_FIND_LINKS": "/w"},
                                    base={"PATH": "/usr/bin", "UV_CACHE_DIR": "/root/.cache/uv", "PIP_NO_INDEX": "1"})
     assert env == {"PATH": "/usr/bin", "UV_FIND_LINKS": "/w", "UV_CACHE_DIR": "/opt/sglang/runtimes/.uv-cache",
-                   "UV_LINK_MODE": "hardlink", "UV_PYTHON_DOWNLOADS": "never", "UV_COMPILE_BYTECODE": "1",
+                   "UV_LINK_MODE": "hardlink", "UV_PYTHON_DOWNLOADS": "never", "UV_COMPILE_BYTECODE": "0",
                    "UV_NO_PROGRESS": "1"}
 
 
@@ -203,6 +203,7 @@ def build(tmp, runtimes, wheels, kernels, env):
     installed = run(tmp, env=env, state="install", dir=str(runtimes), path=plan["path"], uv_version=UV, steps=steps,
                     python=sys.executable)
     assert installed["changed"] and not installed.get("failed"), installed
+    plan["bytecode"] = installed["bytecode"]
     versions = run(tmp, state="versions", dir=str(runtimes), path=plan["path"], names=["sglang", "kern", "tinytorch"])
     assert versions["versions"] == {"sglang": "0.5.23", "kern": kernels[0][1], "tinytorch": "2.14.1"}
     done = run(tmp, state="complete", dir=str(runtimes), path=plan["path"], name=plan["name"], digest=plan["digest"],
@@ -215,7 +216,7 @@ def test_two_runtimes_that_share_torch_share_its_files_through_the_cache(builder
     tmp, runtimes, _first = builder
     wheels = tmp / "wheels"  # the host's copies of the controller's wheels, and a folder the pip config links
     wheels.mkdir(exist_ok=True)
-    wheel(str(wheels), "tinytorch", "2.14.1", {"tinytorch/__init__.py": b"VERSION = '2.14.1'\n",
+    wheel(str(wheels), "tinytorch", "2.14.1", {"tinytorch/__init__.py": b"VERSION = '2.14.1'\n\n\ndef f():\n    pass\n",
                                                "tinytorch/lib.bin": os.urandom(BIG)})
     wheel(str(wheels), "sglang", "0.5.23", {"sglang/__init__.py": b""}, requires=["tinytorch==2.14.1"])
     k1 = wheel(str(wheels), "kern", "1.0", {"kern/__init__.py": b"V = 1\n"})
@@ -232,6 +233,22 @@ def test_two_runtimes_that_share_torch_share_its_files_through_the_cache(builder
     lib = os.path.join("lib", "python%d.%d" % sys.version_info[:2], "site-packages", "tinytorch", "lib.bin")
     first, second = os.stat(os.path.join(one["path"], lib)), os.stat(os.path.join(two["path"], lib))
     assert first.st_ino == second.st_ino and first.st_nlink >= 3  # the cache's file and both runtimes'
+    # bytecode: the first build compiled its sources; the second linked the first's for the files they share (the
+    # same inodes from uv's cache) and compiled only its own kernel (another file)
+    assert one["bytecode"]["linked"] == 0 and one["bytecode"]["compiled"] >= 3, one["bytecode"]
+    assert two["bytecode"]["linked"] >= 2 and two["bytecode"]["compiled"] == 1, two["bytecode"]
+    site = os.path.join("lib", "python%d.%d" % sys.version_info[:2], "site-packages")
+    pyc = "__pycache__/__init__.%s.pyc" % sys.implementation.cache_tag
+    assert os.stat(os.path.join(one["path"], site, "tinytorch", pyc)).st_ino == \
+        os.stat(os.path.join(two["path"], site, "tinytorch", pyc)).st_ino
+    assert os.stat(os.path.join(one["path"], site, "kern", pyc)).st_ino != \
+        os.stat(os.path.join(two["path"], site, "kern", pyc)).st_ino
+    # the shared .pyc loads in the second runtime under the second runtime's path (tracebacks name the right file),
+    # without compiling again (-B: nothing would be written; the cached file is the one used)
+    probe = subprocess.run([os.path.join(two["path"], "bin", "python"), "-B", "-c",
+                            "import tinytorch; print(tinytorch.f.__code__.co_filename); print(tinytorch.__cached__)"],
+                           capture_output=True, text=True, timeout=60, check=True).stdout.split()
+    assert probe[0].startswith(two["path"] + os.sep) and probe[1].startswith(two["path"] + os.sep), probe
     alone, both = disk(one["path"]), disk(one["path"], two["path"])
     assert alone > BIG and both < 1.5 * alone, (alone, both)
     # the manifest records the builder, and a re-run finds the runtime complete and says which built it
