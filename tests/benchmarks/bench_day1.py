@@ -6,6 +6,7 @@
     .venv/bin/python tests/benchmarks/bench_day1.py --file-mib 256  # the issue's 16 x 256 MiB (4.29 GB)
     .venv/bin/python tests/benchmarks/bench_day1.py --with-hf       # also huggingface_hub's snapshot_download (16
                                                                     # workers), installed into .cache/bench/hf
+    .venv/bin/python tests/benchmarks/bench_day1.py --with-runtime  # also the runtime build, pip against uv
 
 Prints, per variant, the median wall time (min-max) against the two floors (one stream's and the total cap's), then
 the resume after a `kill -9` halfway: the bytes the stand-in sent again. The stand-in serves what the module reads
@@ -116,6 +117,8 @@ def main():
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--with-hf", action="store_true", help="also huggingface_hub's snapshot_download")
     parser.add_argument("--skip-one-stream", action="store_true", help="the slowest variant (one connection)")
+    parser.add_argument("--with-runtime", action="store_true",
+                        help="also the runtime build, pip against uv (bench_runtime_build.py; ~4 GB of wheels, once)")
     opts = parser.parse_args()
     work = tempfile.mkdtemp(prefix="bench-day1-", dir="/dev/shm" if os.path.isdir("/dev/shm") else None)
     try:
@@ -164,6 +167,28 @@ def main():
                                                        100.0 * again / total, result["done"]))
     finally:
         shutil.rmtree(work, ignore_errors=True)
+    if opts.with_runtime:
+        runtime_section()
+
+
+def runtime_section():
+    """The runtime build, pip against uv, from bench_runtime_build.py (a local folder of wheels, torch with its CUDA
+    wheels), in the same run."""
+    proc = subprocess.run([sys.executable, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                                        "bench_runtime_build.py"), "--json"],
+                          capture_output=True, text=True, check=False)
+    if proc.returncode:
+        sys.exit("bench_day1: the runtime build failed: %s" % (proc.stderr or proc.stdout)[-2000:])
+    got = json.loads(proc.stdout)
+    print("runtime build of %s from %d local wheels (%.2f GB), uv %s, bytecode %s:" % (
+        got["requirement"], got["wheels"], got["wheel_bytes"] / 1e9, got["uv"],
+        "compiled" if got["bytecode"] else "not compiled"))
+    for row_ in got["rows"]:
+        print("  %-9s %7.1f s wall, %7.1f s CPU, %6.2f GB" % (row_["variant"], row_["wall_s"], row_["cpu_s"],
+                                                            row_["disk_bytes"] / 1e9))
+    ratios = got["ratios"]
+    print("  pip/uv: %.1fx cold, %.1fx warm; two uv runtimes %.2fx one's disk (pip: 2x)" % (
+        ratios["pip_over_uv_cold"], ratios["pip_over_uv_warm"], ratios["two_over_one_disk"]))
 
 
 if __name__ == "__main__":
