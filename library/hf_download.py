@@ -66,7 +66,7 @@ options:
       - A file from a server that ignored the C(Range) of a resumed request is finished in the same call
         (stopping would lose it again).
       - Unset, one call downloads everything (no progress until it ends).
-      - While the early download (I(background)) runs, a call fetches nothing: it waits up to I(poll) seconds for it
+      - While the early download (I(background)) runs, a call fetches nothing, it waits up to I(poll) seconds for it
         to end and returns its progress (RV(joined)); once it has ended (done, failed, or killed by a reboot), the
         call continues its C(.part) files itself.
     type: int
@@ -677,7 +677,8 @@ def detach(work):
     grandchild = os.fork()
     if grandchild:
         os.write(write_end, str(grandchild).encode())
-        os._exit(0)  # pylint: disable=protected-access - a forked child must not run the module's exit handlers
+        # a forked child must not run the module's exit handlers
+        os._exit(0)  # pylint: disable=protected-access
     os.close(write_end)
     devnull = os.open(os.devnull, os.O_RDWR)
     for fd in (0, 1, 2):
