@@ -187,3 +187,49 @@ def test_started_again_after_a_kill_it_continues_the_parts_and_counts_every_byte
     assert total - len(files["config.json"]) <= tries[-1]["download_fetched"] <= total, tries[-1]
     for name, data in files.items():
         assert (target / name).read_bytes() == data
+
+
+def test_download_yml_after_an_early_download_that_finished_ends_the_phase_with_its_bytes(tmp_path):
+    # the early download may finish before the model step: the step still ends the download phase on the day-1
+    # clock, with the whole download's bytes from the ledger (it only lists the revision), and marks it complete
+    import pathlib
+    import subprocess
+    import sys
+
+    import yaml
+    from test_hf_download import REPO_ROOT
+
+    from test_hf_download import checkpoint
+
+    files = checkpoint([2**20, 2**20, 2**20])  # a checkpoint hf_checkpoint_status can mark complete
+    server = paced_hub(files, 4 * 1024 * 1024)
+    try:
+        args, target = args_for(server, tmp_path)
+        rc, out = one_try(dict(args, background=True), tmp_path)
+        assert rc == 0 and out["started"], out
+        wait_gone(out["pid"])
+        clock_file = tmp_path / "clock.json"
+        step = {"_sglang_download_repo": "org/model", "_sglang_download_revision": "main",
+                "_sglang_download_path": str(target), "sglang_user": "root", "sglang_hf_token": "",
+                "sglang_hf_token_file": str(tmp_path / "no-token"), "sglang_hf_endpoint": args["endpoint"]}
+        play = tmp_path / "play.yml"
+        play.write_text(yaml.safe_dump([{
+            "hosts": "localhost", "connection": "local", "gather_facts": False, "tasks": [
+                {"name": "The early start's mark", "ansible.builtin.set_fact": {
+                    "_sglang_day1_clock": {"download": {"start": time.time() - 5}}}},
+                {"name": "download", "ansible.builtin.include_role": {"name": "sglang", "tasks_from": "download"},
+                 "vars": dict(step, _sglang_internal="download")},
+                {"name": "Keep the clock", "ansible.builtin.copy": {
+                    "content": "{{ _sglang_day1_clock | to_json }}", "dest": str(clock_file)}}]}]))
+        env = dict(os.environ, ANSIBLE_CONFIG=str(REPO_ROOT / "ansible.cfg"), ANSIBLE_NOCOLOR="1")
+        result = subprocess.run([str(pathlib.Path(sys.executable).parent / "ansible-playbook"), str(play),
+                                 "-e", "ansible_become=false"], cwd=REPO_ROOT, env=env, capture_output=True,
+                                text=True, timeout=300)
+    finally:
+        server.shutdown()
+    assert result.returncode == 0, result.stdout + result.stderr
+    clock = json.loads(clock_file.read_text())
+    total = sum(len(d) for d in files.values())
+    assert clock["download"]["end"] > clock["download"]["start"], clock
+    assert clock["fetch"]["bytes_fetched"] == total and clock["fetch"]["bytes_total"] == total, clock
+    assert (target / ".sglang-download-complete").exists() and not (target / ".sglang-download.json").exists()
