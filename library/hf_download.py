@@ -680,6 +680,7 @@ def detach(work):
         # a forked child must not run the module's exit handlers
         os._exit(0)  # pylint: disable=protected-access
     os.close(write_end)
+    os.chdir("/")  # not the module's temporary folder, which Ansible removes
     devnull = os.open(os.devnull, os.O_RDWR)
     for fd in (0, 1, 2):
         os.dup2(devnull, fd)
