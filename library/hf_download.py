@@ -438,13 +438,26 @@ def fetch_all(todo, urls, folder, files, digests, token, timeout, deadline, conn
     return results, failures
 
 
-def read_verified(folder):
+def read_mapping(folder, name):
+    """The JSON object in folder/name (one of this module's own files there), or {} when it is absent or not one."""
     try:
-        with open(os.path.join(folder, VERIFIED), encoding="utf-8") as handle:
+        with open(os.path.join(folder, name), encoding="utf-8") as handle:
             data = json.load(handle)
     except (OSError, ValueError, RecursionError):
         return {}
     return data if isinstance(data, dict) else {}
+
+
+def write_mapping(folder, name, data):
+    """folder/name holding data as JSON, replaced whole (a reader sees the old file or the new one)."""
+    tmp = os.path.join(folder, name + ".tmp")
+    with open(tmp, "w", encoding="utf-8") as handle:
+        json.dump(data, handle, sort_keys=True)
+    os.replace(tmp, os.path.join(folder, name))
+
+
+def read_verified(folder):
+    return read_mapping(folder, VERIFIED)
 
 
 def _stamp(path):
@@ -468,10 +481,7 @@ def content_ok(folder, name, want, verified):
 
 
 def write_verified(folder, verified):
-    tmp = os.path.join(folder, VERIFIED + ".tmp")
-    with open(tmp, "w", encoding="utf-8") as handle:
-        json.dump(verified, handle, sort_keys=True)
-    os.replace(tmp, os.path.join(folder, VERIFIED))
+    write_mapping(folder, VERIFIED, verified)
 
 
 def on_disk(folder, files):
@@ -542,19 +552,11 @@ class Held:
 
 def read_ledger(folder):
     """{started, bytes_fetched, pid, state, error, ...} of the download under way in folder, or {}."""
-    try:
-        with open(os.path.join(folder, LEDGER), encoding="utf-8") as handle:
-            data = json.load(handle)
-    except (OSError, ValueError, RecursionError):
-        return {}
-    return data if isinstance(data, dict) else {}
+    return read_mapping(folder, LEDGER)
 
 
 def write_ledger(folder, ledger):
-    tmp = os.path.join(folder, LEDGER + ".tmp")
-    with open(tmp, "w", encoding="utf-8") as handle:
-        json.dump(ledger, handle, sort_keys=True)
-    os.replace(tmp, os.path.join(folder, LEDGER))
+    write_mapping(folder, LEDGER, ledger)
 
 
 def _number(value):
@@ -563,12 +565,8 @@ def _number(value):
 
 def marked_complete(folder, repo, revision):
     """Whether hf_checkpoint_status marked the folder complete for this repository and revision."""
-    try:
-        with open(os.path.join(folder, COMPLETE_MARKER), encoding="utf-8") as handle:
-            marker = json.load(handle)
-    except (OSError, ValueError, RecursionError):
-        return False
-    return isinstance(marker, dict) and marker.get("repo") == repo and marker.get("revision") == revision
+    marker = read_mapping(folder, COMPLETE_MARKER)
+    return marker.get("repo") == repo and marker.get("revision") == revision
 
 
 # -- one call's work ---------------------------------------------------------------------------------------
