@@ -15,8 +15,10 @@ description:
     one arrives; this module makes that a deploy-time failure.
   - Builds a long prompt on the host itself (never shipped over SSH), by default filling at least 95% of the
     context target as the server counts tokens (calibrated with the server's C(/tokenize), or with the usage
-    of short requests), sends it in one C(/v1/completions) request, checks the server-counted length and the
-    answer, and measures time to first token, elapsed time and prefill throughput.
+    of short requests), sends it once, in one streamed C(/generate) of I(decode_tokens) tokens, checks the
+    server-counted length and the answer, and measures time to first token, elapsed time, prefill throughput
+    and, from the same request, decode at the full context - so a full proof prefills the full context once.
+    A server without C(/generate) gets it through C(/v1/completions) instead, and decode is not measured.
   - The default question (C(needle)) states a random number once at the very start of the prompt and asks
     for it at the end, so a server that dropped or truncated early context fails the proof.
   - Refuses bad parameters and a prompt longer than the server accepts before sending anything; each request
@@ -60,7 +62,8 @@ options:
         kept under what the server accepts, and fails unless the server counted at least 95% of it.
       - C(full) asks for as close to min(context length, pool) as the server accepts.
       - A number asks for that many tokens; more than the server accepts is refused before sending.
-      - What the server accepts is its context length less I(max_tokens) and, with an EAGLE-family draft, the
+      - What the server accepts is its context length less the larger of I(max_tokens) and I(decode_tokens) (the
+        output the long request may take) and, with an EAGLE-family draft, the
         draft-token slots SGLang reserves per request (read from its server info), and under its
         C(max_req_input_len).
     type: str
@@ -85,7 +88,12 @@ options:
       - Default is the question's own answer, the needle number or C(\bdog\b).
     type: str
   max_tokens:
-    description: Tokens to generate for the answer (kept out of the prompt's room in the context).
+    description:
+      - Tokens to generate for the answer (kept out of the prompt's room in the context).
+      - The full proof's long prompt answers in its C(/generate) of I(decode_tokens) tokens; the answer checked is
+        the text of its first I(max_tokens) tokens (so at most I(decode_tokens) of them). I(max_tokens) is all the
+        answer takes for the check's short prompt, the concurrent prompts, and the long prompt on a server without
+        C(/generate).
     type: int
     default: 32
   level:
@@ -106,9 +114,10 @@ options:
     type: int
   decode_tokens:
     description:
-      - For the full proof, tokens to decode after the long prompt (at least 8), in one streamed C(/generate)
-        with C(ignore_eos) (the prompt's prefix is cached by then), giving the time per output token at the
-        full context and, with speculative decoding, the accept length from the request's own counters
+      - For the full proof, tokens the long prompt's own request decodes (at least 8) - one streamed C(/generate)
+        with C(ignore_eos), whose text is also the answer, so the full context is prefilled once (each prefill of
+        a ~196k-token prompt takes minutes on a large model). Its streamed events give the time per output token at
+        the full context and, with speculative decoding, the accept length from the request's own counters
         (C(meta_info.spec_verify_ct) against C(completion_tokens), SGLang 0.5.23
         managers/tokenizer_manager.py).
     type: int
@@ -134,7 +143,9 @@ options:
     description: Model name for the requests; default is the first one C(/v1/models) lists.
     type: str
   stream:
-    description: Stream the long request, which measures the time to first token (RV(ttft_s)).
+    description:
+      - Stream the long request, which measures the time to first token (RV(ttft_s)) and the time per output token
+        (RV(decode)'s C(tpot_ms)). Not streamed, the C(/generate) answers once and RV(decode) has its counts only.
     type: bool
     default: true
   validate_certs:
@@ -154,8 +165,8 @@ notes:
   - Needs nothing on the host beyond what Ansible ships (it uses C(ansible.module_utils.urls)).
   - Supports check mode. It is read-only, it sends requests but changes no state.
   - Endpoints and messages as in SGLang 0.5.9 and 0.5.23 (C(/server_info), C(/get_server_info),
-    C(/v1/models), C(/tokenize), C(/v1/completions)); 0.4.x servers without C(/tokenize) are sized with
-    short completions.
+    C(/v1/models), C(/tokenize), C(/generate), C(/v1/completions)); 0.4.x servers without C(/tokenize) are sized
+    with short completions.
 """
 
 EXAMPLES = r"""
@@ -212,11 +223,13 @@ prompt_tokens:
   returned: when the long request ran
   sample: 196003
 completion_tokens:
-  description: Tokens generated.
+  description: Tokens generated (the full proof's long prompt, through C(/generate) - I(decode_tokens)).
   type: int
   returned: when the long request ran
 completion:
-  description: The answer text.
+  description:
+    - The answer text. The full proof's, from its C(/generate) with C(ignore_eos), goes on past the answer's end up to
+      I(decode_tokens) tokens (the answer is searched in it).
   type: str
   returned: when the long request ran
   sample: " 4821937."
@@ -259,11 +272,13 @@ escalated:
   returned: always
 decode:
   description:
-    - The full proof's decode at the full context - C(tokens) decoded, C(tpot_ms) (ms per output token after
-      the first), C(seconds), C(cached_tokens) (of the prompt, by the radix cache) and, when a draft runs,
-      C(spec_verify_ct) and C(accept_length) (completion_tokens / spec_verify_ct) with the server's own
-      C(spec_accept_length) and C(spec_accept_rate). Null for a check, or a C(note) when the server serves
-      no C(/generate).
+    - The full proof's decode at the full context, measured on the long prompt's own streamed C(/generate) (one
+      prefill of the context) - C(tokens) decoded, C(tpot_ms) (ms per output token after the first streamed
+      event), C(seconds) (from the first streamed event to the last), C(prompt_tokens), C(cached_tokens) (of the
+      prompt, by the radix cache) and, when a draft runs, C(spec_verify_ct) and C(accept_length)
+      (completion_tokens / spec_verify_ct) with the server's own C(spec_accept_length) and C(spec_accept_rate).
+    - Null for a check or a failed proof; C(tpot_ms) and C(seconds) null with a C(note) when I(stream) is false;
+      only a C(note) when the server serves no C(/generate).
   type: dict
   returned: always
   sample: {"tokens": 16, "tpot_ms": 41.3, "seconds": 0.62, "spec_verify_ct": 6, "accept_length": 2.67}
@@ -430,39 +445,47 @@ class Client:
     def json(self, method, path, payload=None, seconds=None):
         return self.request(method, path, payload, seconds)
 
+    def events(self, response, path, bound_stream=True):
+        """The JSON events of a server-sent stream ("data: {...}" lines, up to "data: [DONE]" or the end).
+
+        Bounded: a line at most JSON_LIMIT bytes and, with bound_stream, the whole stream too (an answer of
+        max_tokens tokens is far less; more is not SGLang). SGLang streams errors as a data event (the tokenizer's in
+        0.5.9, the scheduler's from 0.5.10, its type "BAD_REQUEST": serving_completions.py 0.5.23:356-371,
+        serving_base.py:223-237; /generate's http_server.py 0.5.23:957-975): a SmokeFailure quoting it.
+        """
+        received = 0
+        while True:
+            raw = response.readline(JSON_LIMIT + 1)
+            received += len(raw)
+            if len(raw) > JSON_LIMIT or (bound_stream and received > JSON_LIMIT):
+                raise too_large(path, JSON_LIMIT)
+            if not raw:
+                return
+            line = raw.decode("utf-8", "replace").strip()
+            if not line.startswith("data:"):
+                continue
+            data = line[5:].strip()
+            if data == "[DONE]":
+                return
+            event = _parse_json(self.url + path, data.encode())
+            if isinstance(event, dict) and event.get("error"):
+                error = event["error"]
+                raise SmokeFailure("%s streamed an error: %s" % (
+                    path, error.get("message") if isinstance(error, dict) else error))
+            yield event
+
     def stream(self, path, payload, on_first_text=None):
         """POST with stream=true; returns (chunks, seconds to first text chunk); on_first_text(ttft) is called then."""
         start = time.monotonic()
 
         def consume(response):
-            chunks, ttft, received = [], None, 0
-            while True:
-                # Bounded: a line, and the whole stream, at most JSON_LIMIT bytes (an answer of max_tokens tokens
-                # is far less; more is not SGLang).
-                raw = response.readline(JSON_LIMIT + 1)
-                received += len(raw)
-                if len(raw) > JSON_LIMIT or received > JSON_LIMIT:
-                    raise too_large(path, JSON_LIMIT)
-                if not raw:
-                    break
-                line = raw.decode("utf-8", "replace").strip()
-                if not line.startswith("data:"):
-                    continue
-                data = line[5:].strip()
-                if data == "[DONE]":
-                    break
-                chunk = _parse_json(self.url + path, data.encode())
-                # SGLang streams errors as a data event: the tokenizer's in 0.5.9, the scheduler's from 0.5.10 (its
-                # type "BAD_REQUEST", serving_completions.py 0.5.23:356-371; serving_base.py:223-237)
-                if isinstance(chunk, dict) and chunk.get("error"):
-                    error = chunk["error"]
-                    raise SmokeFailure("%s streamed an error: %s" % (
-                        path, error.get("message") if isinstance(error, dict) else error))
+            chunks, ttft = [], None
+            for chunk in self.events(response, path):
                 aborted = next((c for c in chunk.get("choices") or [] if c.get("finish_reason") == "abort"), None)
                 if aborted is not None:
                     # 0.5.9 passes a scheduler's refusal of a streamed request through as an empty chunk whose
                     # finish_reason is "abort" (entrypoints/openai/serving_completions.py:204-300; 0.5.10+ sends
-                    # the error event above): the words are only in the server's log
+                    # the error event events() raises): the words are only in the server's log
                     raise SmokeFailure("%s ended the streamed request with finish_reason abort: the server refused "
                                        "or aborted it; its log (journalctl -u sglang) says why." % path)
                 if ttft is None and any(c.get("text") for c in chunk.get("choices") or []):
@@ -811,8 +834,18 @@ def accepted_tokens(pool, max_req_input_len, context_length, max_tokens, reserve
     return min(limits)
 
 
+def answer_room(params):
+    """(tokens kept out of the prompt's room for the output, the parameter that sets them): the needle request asks
+    /generate for decode_tokens tokens, its fallback /v1/completions for max_tokens; the prompt fits either."""
+    decode_tokens = params.get("decode_tokens") or 0
+    if decode_tokens > params["max_tokens"]:
+        return decode_tokens, "decode_tokens=%d" % decode_tokens
+    return params["max_tokens"], "max_tokens=%d" % params["max_tokens"]
+
+
 def prompt_target(asked, accepted, params, context_length, max_req_input_len, reserved=0):
     """The prompt size to build; a number the server would refuse is refused here, before sending."""
+    room = answer_room(params)[1]
     if asked == "full":
         return int(accepted - math.ceil(accepted * 0.005))
     if asked == "target":
@@ -821,22 +854,23 @@ def prompt_target(asked, accepted, params, context_length, max_req_input_len, re
         if aim < fill_to * TARGET_MIN:
             raise SmokeFailure(
                 "prompt_tokens=target needs at least %s tokens (95%% of %s) but the server accepts %s (context "
-                "length %s less max_tokens=%d%s, max_req_input_len %s): lower max_tokens or raise the context."
+                "length %s less %s%s, max_req_input_len %s): lower %s or raise the context."
                 % (fmt(int(math.ceil(fill_to * TARGET_MIN))), fmt(fill_to), fmt(accepted), fmt(context_length),
-                   params["max_tokens"], " and %d the speculative draft reserves" % reserved if reserved else "",
-                   fmt(max_req_input_len) if max_req_input_len else "unknown"))
+                   room, " and %d the speculative draft reserves" % reserved if reserved else "",
+                   fmt(max_req_input_len) if max_req_input_len else "unknown", room.split("=")[0]))
         return aim
     if asked > accepted:
         raise SmokeFailure(too_long("prompt_tokens=%d asks for %s tokens" % (asked, fmt(asked)), accepted,
-                                    context_length, max_req_input_len, params["max_tokens"], reserved))
+                                    context_length, max_req_input_len, room, reserved))
     return asked
 
 
-def too_long(what, accepted, context_length, max_req_input_len, max_tokens, reserved=0):
-    return ("%s, more than the %s this server accepts (context length %s tokens less max_tokens=%d for the "
+def too_long(what, accepted, context_length, max_req_input_len, room, reserved=0):
+    """`room`: answer_room's words, e.g. "max_tokens=32"."""
+    return ("%s, more than the %s this server accepts (context length %s tokens less %s for the "
             "answer%s; max_req_input_len %s), so SGLang would refuse it with HTTP 400. Not sent: lower "
             "prompt_tokens, or use 'target' or 'full'." % (
-                what, fmt(accepted), fmt(context_length), max_tokens,
+                what, fmt(accepted), fmt(context_length), room,
                 " and %d the speculative draft reserves" % reserved if reserved else "",
                 fmt(max_req_input_len) if max_req_input_len else "unknown"))
 
@@ -920,53 +954,101 @@ def check_proof(params, result, progress, client, server):
                    % (counted, text, elapsed)})
 
 
-# -- decode at the full context ----------------------------------------------------------------------------
-def decode_at_context(client, prompt, tokens):
-    """One streamed /generate of `tokens` tokens (ignore_eos) after the long prompt: the time per output token
-    between the first and the last streamed event, and the request's speculative counters (meta_info,
-    cumulative per event; spec_* only on the last, SGLang 0.5.23 managers/tokenizer_manager.py)."""
-    payload = {"text": prompt, "stream": True,
+# -- the long prompt, answered and decoded in one request ---------------------------------------------------
+def needle_generate(client, prompt, params, on_first_text=None, on_decoding=None):
+    """The long prompt sent once, as one /generate of decode_tokens tokens (ignore_eos, temperature 0): its text is
+    the answer and its pace the decode at the full context, so a full proof prefills the full context once (a
+    prefill of ~196k tokens takes minutes on a large model). Returns (text, usage, elapsed, ttft, decode).
+
+    Streamed, each event carries the text and meta_info so far (cumulative: SGLang 0.5.23
+    entrypoints/http_server.py generate_request, managers/tokenizer_manager.py; spec_* only on the last event);
+    the answer is the text of the first max_tokens tokens (the first event's at least), decode the time per output
+    token between the first and the last event. Not streamed, one object: decode's counts without its pace.
+    HTTP 404/405 (no /generate) is raised as HTTPFailure for the caller's fallback."""
+    tokens, budget, streamed = params["decode_tokens"], params["max_tokens"], bool(params["stream"])
+    payload = {"text": prompt, "stream": streamed,
                "sampling_params": {"max_new_tokens": tokens, "ignore_eos": True, "temperature": 0}}
     start = time.monotonic()
 
-    def consume(response):
-        first = last = None
-        meta = {}
-        for raw in response:
-            line = raw.decode("utf-8", "replace").strip()
-            if not line.startswith("data:") or line[5:].strip() == "[DONE]":
-                continue
-            event = _parse_json(client.url + "/generate", line[5:].strip().encode())
-            if isinstance(event, dict) and event.get("error"):
-                error = event["error"]
-                raise SmokeFailure("/generate streamed an error: %s" % (
-                    error.get("message") if isinstance(error, dict) else error))
-            reason = (event.get("meta_info") or {}).get("finish_reason") if isinstance(event, dict) else None
-            if isinstance(reason, dict) and reason.get("type") == "abort":
-                # a scheduler's refusal of a streamed /generate is its one event (tokenizer_manager.py: 0.5.9
-                # :1153-1163, 0.5.23 :1891-1922 _handle_abort_finish_reason)
-                raise SmokeFailure("/generate aborted the streamed request: %s" % (
-                    reason.get("message") or "no reason given (the server's log says why)"))
-            last = time.monotonic()
-            first = first or last
-            meta = event.get("meta_info") or meta
-        return first, last, meta
+    def meta_of(event):
+        meta = event.get("meta_info") if isinstance(event, dict) else None
+        if not isinstance(meta, dict) or not isinstance(event.get("text", ""), str):
+            raise SmokeFailure("/generate answered %r, not SGLang's {text, meta_info}: is url an SGLang server?"
+                               % (str(event)[:200],))
+        reason = meta.get("finish_reason")
+        if isinstance(reason, dict) and reason.get("type") == "abort":
+            # a scheduler's refusal of a /generate is its one output (tokenizer_manager.py: 0.5.9 :1153-1163,
+            # 0.5.23 :1891-1922 _handle_abort_finish_reason)
+            raise SmokeFailure("/generate aborted the request for the long prompt: %s" % (
+                reason.get("message") or "no reason given (the server's log, journalctl -u sglang, says why)"))
+        return meta
 
-    try:
-        first, last, meta = client.request("POST", "/generate", payload, consume=consume)
-    except HTTPFailure as error:
-        if error.status in (404, 405):
-            return {"note": "the server serves no /generate (HTTP %d): decode not measured" % error.status}
-        raise
+    def consume(response):
+        """[(arrival, completion_tokens) per event], the last meta_info, the answer."""
+        if not streamed:
+            event = _parse_json(client.url + "/generate", read_bounded(response, what="/generate"))
+            meta = meta_of(event)
+            return [(time.monotonic(), int(meta.get("completion_tokens") or 0))], meta, event.get("text") or ""
+        seen, meta, answer = [], None, None
+        # the whole stream is not bounded: each event repeats the text so far (its bytes grow with the square of
+        # decode_tokens) and only the last is kept; each line is, and the request's deadline ends it
+        for event in client.events(response, "/generate", bound_stream=False):
+            meta = meta_of(event)
+            done = int(meta.get("completion_tokens") or 0)
+            seen.append((time.monotonic(), done))
+            if answer is None or done <= budget:
+                answer = event.get("text") or ""
+            if len(seen) == 1 and on_first_text:
+                on_first_text(seen[0][0] - start)
+            elif len(seen) == 2 and on_decoding:
+                on_decoding(meta.get("prompt_tokens"))
+        return seen, meta, answer
+
+    seen, meta, text = client.request("POST", "/generate", payload, consume=consume)
+    elapsed = time.monotonic() - start
+    if meta is None:
+        raise SmokeFailure("/generate's stream for the long prompt ended before its first token: the server closed "
+                           "it (its log, journalctl -u sglang, says why); the prompt and the answer are not proven.")
+    if "prompt_tokens" not in meta:
+        raise SmokeFailure("/generate's answer carried no meta_info.prompt_tokens, so the prompt length cannot be "
+                           "proven; is url an SGLang server?")
     count = int(meta.get("completion_tokens") or 0)
-    out = {"tokens": count, "seconds": round((last or start) - start, 3),
-           "tpot_ms": round((last - first) * 1000.0 / (count - 1), 2) if count > 1 and first else None,
-           "cached_tokens": meta.get("cached_tokens"), "prompt_tokens": meta.get("prompt_tokens")}
+    if not meta.get("finish_reason"):
+        raise SmokeFailure("/generate's stream for the long prompt ended after %d of its %d tokens without a "
+                           "finish_reason: the server closed it early (its log, journalctl -u sglang, says why)."
+                           % (count, tokens))
+    usage = {"prompt_tokens": int(meta["prompt_tokens"]), "completion_tokens": count}
+    decode = {"tokens": count, "prompt_tokens": usage["prompt_tokens"], "cached_tokens": meta.get("cached_tokens"),
+              "seconds": None, "tpot_ms": None}
+    if streamed:
+        (first, first_count), (last, last_count) = seen[0], seen[-1]
+        # the tokens after the first event's (one, or a first verify's several) took last - first
+        decode.update(seconds=round(last - first, 3),
+                      tpot_ms=round((last - first) * 1000.0 / (last_count - first_count), 2)
+                      if last_count > first_count else None)
+    else:
+        decode["note"] = "stream is false: one answer, so no time per output token"
     verify = meta.get("spec_verify_ct")
     if verify:
-        out.update(spec_verify_ct=int(verify), accept_length=round(count / float(verify), 3),
-                   spec_accept_length=meta.get("spec_accept_length"), spec_accept_rate=meta.get("spec_accept_rate"))
-    return out
+        decode.update(spec_verify_ct=int(verify), accept_length=round(count / float(verify), 3),
+                      spec_accept_length=meta.get("spec_accept_length"), spec_accept_rate=meta.get("spec_accept_rate"))
+    ttft = seen[0][0] - start if streamed else None
+    return text, usage, elapsed, ttft, decode
+
+
+def long_needle(client, model, prompt, params, on_first_text=None, on_decoding=None):
+    """needle_generate; a server without /generate (HTTP 404/405) gets the long prompt through /v1/completions
+    (max_tokens, stopping at the end of the answer) and decode is not measured: a second request would prefill the
+    full context again."""
+    try:
+        return needle_generate(client, prompt, params, on_first_text, on_decoding)
+    except HTTPFailure as error:
+        if error.status not in (404, 405):
+            raise
+        note = "the server serves no /generate (HTTP %d): decode not measured" % error.status
+    text, usage, elapsed, ttft = long_request(client, model, prompt, params["max_tokens"], params["stream"],
+                                              on_first_text)
+    return text, usage, elapsed, ttft, {"note": note}
 
 
 # -- short requests side by side --------------------------------------------------------------------------
@@ -1051,7 +1133,8 @@ def full_proof(params, result, progress, asked):
                                                                             "proof")
     check_capacity(params, checks, pool, context_length)
 
-    accepted = accepted_tokens(pool, max_req_input_len, context_length, params["max_tokens"], reserved)
+    room, room_words = answer_room(params)
+    accepted = accepted_tokens(pool, max_req_input_len, context_length, room, reserved)
     target = prompt_target(asked, accepted, params, context_length, max_req_input_len, reserved)
     result["prompt_target"] = target
     model = params["model"] or model
@@ -1063,7 +1146,7 @@ def full_proof(params, result, progress, asked):
     if counted > accepted:
         how = "counted by the server's /tokenize" if sizer.has_tokenize else "estimated from short requests"
         raise SmokeFailure(too_long("The sized prompt has %s tokens (%s)" % (fmt(counted), how), accepted,
-                                    context_length, max_req_input_len, params["max_tokens"], reserved))
+                                    context_length, max_req_input_len, room_words, reserved))
 
     sent = time.time()
     progress.stage("proof: prefill started, %s prompt tokens" % fmt(counted), sent)
@@ -1071,8 +1154,11 @@ def full_proof(params, result, progress, asked):
     def first_text(ttft):
         progress.stage("proof: first token after %.1f s (%s prompt tokens/s), answering"
                        % (ttft, fmt(int(counted / ttft)) if ttft > 0 else "?"), sent)
-    text, usage, elapsed, ttft = long_request(client, model, prompt, params["max_tokens"], params["stream"],
-                                              first_text)
+
+    def decoding(prompt_tokens):  # the needle request's own tokens after its first: decode at the full context
+        progress.stage("proof: decoding %d tokens at %s tokens of context"
+                       % (params["decode_tokens"], fmt(int(prompt_tokens or counted))))
+    text, usage, elapsed, ttft, decode = long_needle(client, model, prompt, params, first_text, decoding)
     counted = int(usage["prompt_tokens"])
     result.update(prompt_tokens=counted, completion_tokens=int(usage.get("completion_tokens") or 0),
                   completion=text, elapsed_s=round(elapsed, 3), ttft_s=round(ttft, 3) if ttft is not None else None,
@@ -1093,9 +1179,8 @@ def full_proof(params, result, progress, asked):
              "answer it)" if needle is not None and params.get("expect") is None else "")
     checks.append({"name": "answer", "ok": answer_ok, "detail": "answer %r %s /%s/%s" % (
         text, "matches" if answer_ok else "does not match", expect, where)})
-    if answer_ok and size_ok:
-        progress.stage("proof: decoding %d tokens at %s tokens of context" % (params["decode_tokens"], fmt(counted)))
-        result["decode"] = decode_at_context(client, prompt, params["decode_tokens"])
+    if answer_ok and size_ok:  # decode at a context the proof did not prove would say little
+        result["decode"] = decode
         count = min(params.get("concurrent_requests") or 0, CONCURRENT_MAX)
         if count:
             progress.stage("proof: %d short prompts at once" % count)

@@ -35,11 +35,13 @@ def test_the_long_prompt_goes_through_the_router_and_the_pool_comes_from_the_wor
         assert result["pool_tokens"] == 200_064 and result["prompt_tokens"] > 19_000, result
         with open(worker_log, encoding="utf-8") as handle:
             access = handle.read()
-        # the worker answered the long request (uvicorn's access line of the double), which came through the router
-        assert '"POST /v1/completions HTTP/1.1" 200' in access, access[-2000:]
+        # the worker answered the long request (uvicorn's access line of the double), which came through the router:
+        # one streamed /generate that answered and measured decode (the router passes its events on)
+        assert access.count('"POST /generate HTTP/1.1" 200') == 1, access[-2000:]
+        assert result["decode"]["tokens"] == 16 and result["decode"]["tpot_ms"] is not None, result["decode"]
         with open(log, encoding="utf-8") as handle:
             routed = re.sub(r"\x1b\[[0-9;]*m", "", handle.read())  # the router colours its log
-        assert re.search(r"method=POST uri=/v1/completions .*status_code=200", routed), routed[-2000:]
+        assert re.search(r"method=POST uri=/generate .*status_code=200", routed), routed[-2000:]
 
 
 def test_a_bad_info_url_is_refused_by_name(tmp_path):

@@ -46,7 +46,8 @@ def test_default_needle_fills_the_context_target(smoke, double, api):
     assert rc == 0, result.get("msg")
     assert result["ok"] and not result["changed"]
     assert result["question"] == "needle" and 1_000_000 <= result["needle"] <= 9_999_999
-    assert result["completion"].strip() == "%d." % result["needle"]  # the double read it from the prompt
+    # the double read it from the prompt; the needle's /generate decodes on past the answer (ignore_eos: 16 tokens)
+    assert result["completion"].startswith(" %d." % result["needle"]) and result["completion_tokens"] == 16
     assert 0.95 * 200_000 <= result["prompt_tokens"] < result["max_req_input_len"] == 199_994
     assert result["prompt_target"] == 196_000
     assert result["context_length"] == result["min_pool_tokens"] == result["context_target"] == 200_000
@@ -67,11 +68,11 @@ def test_a_server_that_drops_early_context_fails_the_needle_but_not_the_fox(smok
         rc, result = smoke(url=url, context_target=200_000)
         rc_fox, fox = smoke(url=url, context_target=200_000, question="fox")
     assert rc == 1
-    assert result["completion"] == " Unknown."
+    assert result["completion"].startswith(" Unknown.")
     assert "does not match /\\b%d\\b/" % result["needle"] in result["msg"]
     assert "dropped early context" in result["msg"]
     assert [c["name"] for c in result["checks"] if not c["ok"]] == ["answer"]
-    assert rc_fox == 0 and fox["completion"] == " Dog."  # why fox alone proves less
+    assert rc_fox == 0 and fox["completion"].startswith(" Dog.")  # why fox alone proves less
 
 
 @pytest.mark.parametrize("api", ["new", "old"])
@@ -82,7 +83,7 @@ def test_fox_question_with_a_number_of_tokens(smoke, double, api, asked):
     assert rc == 0, result["msg"] if rc else ""
     assert result["pool_tokens"] == 216_993  # SGLang's formula on the simulated ct200
     assert abs(result["prompt_tokens"] - asked) / asked <= 0.01
-    assert result["completion"].strip() == "Dog." and result["needle"] is None and result["expect"] == r"\bdog\b"
+    assert result["completion"].startswith(" Dog.") and result["needle"] is None and result["expect"] == r"\bdog\b"
     assert all(c["ok"] for c in result["checks"])
 
 
@@ -106,7 +107,7 @@ def test_wrong_answer_is_quoted(smoke, double):
     with double(FINE) as (url, _):
         rc, result = smoke(url=url, prompt_tokens="5000", expect=r"\bcat\b")
     assert rc == 1
-    assert re.search(r"answer ' \d{7}\.' does not match /\\bcat\\b/", result["msg"]), result["msg"]
+    assert re.search(r"answer ' \d{7}\.[a-z ]*' does not match /\\bcat\\b/", result["msg"]), result["msg"]
 
 
 def test_digit_separators_do_not_hide_the_number():

@@ -59,7 +59,7 @@ def test_prompt_longer_than_the_context_is_not_sent(smoke, double, context, aske
     assert rc == 1
     assert "prompt_tokens=%s" % asked in result["msg"] and "Not sent" in result["msg"]
     assert "{:,}".format(int(asked)) in result["msg"] and "{:,}".format(int(context)) in result["msg"]
-    assert "/v1/completions" not in access  # refused here, never sent
+    assert "/v1/completions" not in access and '"POST /generate' not in access  # refused here, never sent
 
 
 def test_target_that_the_answer_room_squeezes_under_95_percent_names_max_tokens(smoke, double):
@@ -70,7 +70,7 @@ def test_target_that_the_answer_room_squeezes_under_95_percent_names_max_tokens(
     assert rc == 1
     assert "prompt_tokens=target" in result["msg"] and "max_tokens=15000" in result["msg"]
     assert "190,000" in result["msg"] and "184,999" in result["msg"]
-    assert "/v1/completions" not in access
+    assert "/v1/completions" not in access and '"POST /generate' not in access
 
 
 @pytest.mark.parametrize("where", ["headers", "body"])
