@@ -31,7 +31,10 @@ description:
   - C(state=versions) returns a runtime's distribution versions (from its manifest, else from its python);
     it fails with a clear message when the runtime is gone.
   - C(state=prune) removes every runtime (and the legacy virtualenv) that neither C(keep), the live unit,
-    nor any unit in the backup store names.
+    any unit in the backup store, nor any running process names. A unit is read as systemd reads it (its
+    drop-ins in C(<unit>.d/), an empty C(ExecStart=) resetting, the prefixes C(-) C(!) C(@) C(:) C(+), quotes,
+    continued lines, a link such as C(runtimes/current) read as the runtime it points at); a process names a runtime
+    when a word of its command line is inside it. A unit that exists but cannot be read whole prunes nothing.
   - C(state=plan) with O(prune_when_found) prunes too when it finds the runtime complete (C(use)), keeping it, in the
     same call (a re-run with nothing to build needs no second one).
   - C(state=builder) makes sure the runtimes' builder holds uv O(uv_version) (C(<dir>/.builder), installed with pip
@@ -275,6 +278,7 @@ import json
 import math
 import os
 import re
+import shlex
 import shutil
 import subprocess
 
@@ -502,24 +506,111 @@ def expected_versions(pset):
 # -- what is on the host -------------------------------------------------------------------------------------
 
 def unit_runtime(unit_path):
-    """The runtime folder a unit's ExecStart runs (its first word: '<runtime>/bin/sglang-serve', the launcher, or
+    """The runtime folder a unit's ExecStart runs (its program: '<runtime>/bin/sglang-serve', the launcher, or
     '<runtime>/bin/python' in a unit rendered before the launcher, which a store entry may still hold), or None
     (also for a unit that is not a small regular file: a FIFO is not waited on)."""
-    program = unit_program(unit_path)
+    try:
+        return program_runtime(unit_program(unit_path, strict=True))
+    except OSError:
+        return None
+
+
+def program_runtime(program):
+    """The runtime folder of a unit's program, a `current`-style symbolic link to a runtime read as that runtime."""
     for tail in ("/" + LAUNCHER, "/bin/python"):
         if program and program.endswith(tail):
-            return os.path.normpath(program[:-len(tail)])
+            return resolved_in_place(os.path.normpath(program[:-len(tail)]))
     return None
 
 
-def unit_program(unit_path):
-    """The first word of a unit's ExecStart (the program it runs), or None."""
+def resolved_in_place(folder):
+    """A symbolic link to a folder beside it (runtimes/current -> 0.5.23-...) as that folder, spelled with the same
+    parent (so that it compares equal to the runtimes folder's entries); any other path as it is."""
+    if os.path.islink(folder):
+        target = os.path.realpath(folder)
+        if os.path.dirname(target) == os.path.realpath(os.path.dirname(folder)):
+            return os.path.join(os.path.dirname(folder), os.path.basename(target))
+    return folder
+
+
+# systemd's prefixes of an Exec line's program (systemd.service(5), "Table 1. Special executable prefixes")
+EXEC_PREFIXES = "@-:+!"
+
+
+def exec_programs(text):
+    """The programs of a unit's ExecStart= lines as systemd reads them, in order: an empty ExecStart= clears the ones
+    before it (the reset idiom of a drop-in); systemd's prefixes (-, !, @, :, +) and quotes are not part of the path."""
+    programs = []
+    for line in re.sub(r"\\\n", " ", text).splitlines():  # a line ending in a backslash goes on, as in systemd
+        match = re.match(r"^\s*ExecStart\s*=\s*(.*)$", line)
+        if not match:
+            continue
+        value = match.group(1).strip().lstrip(EXEC_PREFIXES)
+        if not value:
+            programs = []
+            continue
+        try:
+            words = shlex.split(value)
+        except ValueError:
+            words = value.split()
+        if words:
+            programs.append(words[0])
+    return programs
+
+
+def unit_text(unit_path):
+    """The unit's text as systemd combines it: the file, then its drop-ins (<unit>.d/*.conf beside it, in name order,
+    as `systemctl edit` writes them). None when the unit file is absent; OSError (NotPlainFile) when it cannot be
+    read whole (a FIFO, over the size limit, unreadable)."""
     try:
-        text = read_plain(unit_path, follow=True).decode("utf-8", "replace")
-    except OSError:
+        texts = [read_plain(unit_path, follow=True).decode("utf-8", "replace")]
+    except FileNotFoundError:
         return None
-    match = re.search(r'^ExecStart=\s*"?([^"\s]+)', text, re.MULTILINE)
-    return match.group(1) if match else None
+    drop_ins = unit_path + ".d"
+    if os.path.isdir(drop_ins):
+        for name in sorted(os.listdir(drop_ins)):
+            if name.endswith(".conf"):
+                texts.append(read_plain(os.path.join(drop_ins, name), follow=True).decode("utf-8", "replace"))
+    return "\n".join(texts)
+
+
+def unit_program(unit_path, strict=False):
+    """The program the unit's ExecStart runs (the last one systemd keeps), or None. strict: a unit that exists but
+    cannot be read raises OSError instead of reading as None (the prune must not take it for "names nothing")."""
+    try:
+        text = unit_text(unit_path)
+    except OSError:
+        if strict:
+            raise
+        return None
+    programs = exec_programs(text or "")
+    return programs[-1] if programs else None
+
+
+def running_runtimes(runtimes_dir, legacy=None, proc="/proc"):
+    """The runtimes any running process runs from: a word of its command line (the interpreter, the launcher) in a
+    runtime's folder, or the legacy virtualenv. Whatever the unit says, a runtime in use is never removed."""
+    roots = {os.path.normpath(runtimes_dir), os.path.realpath(runtimes_dir)}
+    found = set()
+    try:
+        pids = [pid for pid in os.listdir(proc) if pid.isdigit()]
+    except OSError:
+        return found
+    for pid in pids:
+        try:
+            with open(os.path.join(proc, pid, "cmdline"), "rb") as handle:
+                words = handle.read(1 << 20).decode("utf-8", "replace").split("\0")
+        except OSError:
+            continue
+        for word in words:
+            if legacy and (word == legacy or word.startswith(legacy.rstrip("/") + "/")):
+                found.add(os.path.normpath(legacy))
+            for root in roots:
+                if word.startswith(root + "/"):
+                    name = word[len(root) + 1:].split("/", 1)[0]
+                    if name:
+                        found.add(resolved_in_place(os.path.join(os.path.normpath(runtimes_dir), name)))
+    return found
 
 
 def manifest_problem(runtimes_dir, name, manifest):
@@ -934,15 +1025,21 @@ def run_versions(module, p):
 def run_prune(module, p):
     corrupt = {}
     markers = read_markers(p["dir"], corrupt)
-    named = list(p["keep"])
-    if p["unit"]:
-        named.append(unit_runtime(p["unit"]))
+    named = list(p["keep"]) + sorted(running_runtimes(p["dir"], p["legacy"]))
+    units = [p["unit"]] if p["unit"] else []
     if p["store"] and os.path.isdir(p["store"]) and p["unit"]:
         unit_file = os.path.basename(p["unit"])
         for entry in os.listdir(p["store"]):  # every entry, staging folders included: keeping more is safe
-            if os.path.islink(os.path.join(p["store"], entry)):
-                continue
-            named.append(unit_runtime(os.path.join(p["store"], entry, unit_file)))
+            if not os.path.islink(os.path.join(p["store"], entry)):
+                units.append(os.path.join(p["store"], entry, unit_file))
+    for unit_path in units:
+        try:
+            named.append(program_runtime(unit_program(unit_path, strict=True)))
+        except OSError as err:
+            # a unit that cannot be read may name any runtime: "prune nothing", never "it names nothing"
+            module.warn("%s cannot be read (%s): no runtime was pruned." % (unit_path, getattr(err, "strerror", err)))
+            return {"changed": False, "removed": [], "kept": sorted({os.path.normpath(n) for n in named if n}),
+                    "skipped": [{"path": unit_path, "why": "unreadable unit: nothing pruned"}]}
     try:
         dirs = [e for e in os.listdir(p["dir"]) if os.path.isdir(os.path.join(p["dir"], e))
                 and not os.path.islink(os.path.join(p["dir"], e))]
