@@ -1040,15 +1040,17 @@ def long_needle(client, model, prompt, params, on_first_text=None, on_decoding=N
     """needle_generate; a server without /generate (HTTP 404/405) gets the long prompt through /v1/completions
     (max_tokens, stopping at the end of the answer) and decode is not measured: a second request would prefill the
     full context again."""
+    status = 0  # set before the try: pylint sees it bound on every path
     try:
         return needle_generate(client, prompt, params, on_first_text, on_decoding)
     except HTTPFailure as error:
         if error.status not in (404, 405):
             raise
-        note = "the server serves no /generate (HTTP %d): decode not measured" % error.status
+        status = error.status
     text, usage, elapsed, ttft = long_request(client, model, prompt, params["max_tokens"], params["stream"],
                                               on_first_text)
-    return text, usage, elapsed, ttft, {"note": note}
+    return text, usage, elapsed, ttft, {"note": "the server serves no /generate (HTTP %d): decode not measured"
+                                                % status}
 
 
 # -- short requests side by side --------------------------------------------------------------------------
