@@ -5,11 +5,15 @@ join it (they report its progress while it runs, and fetch themselves once it is
 
 import json
 import os
+import pathlib
 import signal
+import subprocess
+import sys
 import threading
 import time
 
-from test_hf_download import Hub, module_args, one_try
+import yaml
+from test_hf_download import REPO_ROOT, Hub, checkpoint, module_args, one_try
 from test_hf_download_parallel import listed, shards
 
 
@@ -192,15 +196,6 @@ def test_started_again_after_a_kill_it_continues_the_parts_and_counts_every_byte
 def test_download_yml_after_an_early_download_that_finished_ends_the_phase_with_its_bytes(tmp_path):
     # the early download may finish before the model step: the step still ends the download phase on the day-1
     # clock, with the whole download's bytes from the ledger (it only lists the revision), and marks it complete
-    import pathlib
-    import subprocess
-    import sys
-
-    import yaml
-    from test_hf_download import REPO_ROOT
-
-    from test_hf_download import checkpoint
-
     files = checkpoint([2**20, 2**20, 2**20])  # a checkpoint hf_checkpoint_status can mark complete
     server = paced_hub(files, 4 * 1024 * 1024)
     try:
