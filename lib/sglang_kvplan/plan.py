@@ -68,7 +68,8 @@ def _draft_extra_tokens(spec):
     """Slots a full-length request needs beyond its context while verifying drafts: SGLang widens the
     request table by --speculative-num-draft-tokens (0.5.9 model_runner_kv_cache_mixin.py,
     extra_max_context_len); the pool gets the same slack so one request at full length still fits.
-    Unset for DFLASH, 0.5.23 takes the drafter's block size (speculative_hook.py _handle_dflash)."""
+    Unset for DFLASH, 0.5.23 takes the drafter's block size (speculative_hook.py _handle_dflash); unset for
+    NGRAM, every release takes 12 (NGRAM_DEFAULT_DRAFT_TOKENS)."""
     spec_cfg = spec["speculative"]
     if not spec_cfg:
         return 0
@@ -79,7 +80,19 @@ def _draft_extra_tokens(spec):
     draft = spec_cfg["draft_model_config"] or {}
     if spec_cfg["algorithm"] in ("DFLASH", "DSPARK"):
         return dflash_block_size(draft)
+    if spec_cfg["algorithm"] == "NGRAM":
+        return NGRAM_DEFAULT_DRAFT_TOKENS
     return 0
+
+
+# NGRAM with --speculative-num-draft-tokens unset: SGLang sets 12 ("speculative_num_draft_tokens is set to 12 by
+# default for ngram speculative decoding": 0.5.23 arg_groups/speculative_hook.py:1314-1323 _handle_ngram, 0.5.15
+# :478-483; 0.5.9 server_args.py:2476-2479 takes --speculative-ngram-max-match-window-size, default 12, :485) and
+# widens the request table by it like any draft (0.5.23 mem_cache/allocation_sizing.py:105 `4 +
+# max_speculative_num_draft_tokens()`, used at kv_cache_configurator.py:1572; 0.5.15 mem_cache/common.py:259, the
+# same sum, used at model_executor/model_runner_kv_cache_mixin.py:534). Seen in the real 0.5.23 and 0.5.15 resolvers
+# (tests/fixtures/sglang_real/resolver-*.json, cases llama-ngram-*: speculative_num_draft_tokens 12).
+NGRAM_DEFAULT_DRAFT_TOKENS = 12
 
 
 def dflash_block_size(draft):
