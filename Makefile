@@ -100,3 +100,10 @@ releases: venv
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache .cache
+
+# The planner against the REAL SGLang argument resolver of two releases (tests/contract/real/): each release with all
+# its dependencies installed once into .cache/sglang-real/<version> (uv; ~10 GiB each, shared cache), a stub libcuda
+# and faked device queries; rewrites tests/fixtures/sglang_real/resolver-<version>.json, which `make unit` checks.
+.PHONY: real-resolver
+real-resolver: venv
+	SGLANG_REAL=1 pytest -q tests/contract/real

@@ -1,0 +1,236 @@
+"""The case matrix for the real-resolver contract, planned by the project's own planner and rendered by the role's
+real templates (run by the project's .venv python; no number here is a result: each comes from the planner).
+
+Each case is a host's knobs (what group_vars would say) on one GPU kind. For each release the planner plans it the
+way the check phase does (lib/sglang_checks/planhost.plan_host: knobs -> spec -> plan, the loader's flags added),
+the role's unit and --config file are rendered with those values (tests/unit/hostile_render.py, the real
+templates), and the ExecStart arguments after the launcher become the argv the real SGLang is given (the model and
+--config paths pointed at local folders). A case the planner refuses is planned once more with the check that
+refused it switched off (the launch refusals, the native-window check), so that SGLang is asked the same question.
+"""
+
+import copy
+import importlib
+import json
+import os
+import re
+import shlex
+import sys
+from unittest import mock
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(HERE)))
+sys.path[:0] = [os.path.join(REPO, "lib"), os.path.join(REPO, "tests", "unit")]
+
+import hostile_render  # noqa: E402
+import sglang_kvplan  # noqa: E402
+from sglang_checks import planhost, planspec  # noqa: E402
+from sglang_kvplan import pages  # noqa: E402
+
+# The package's `plan` name is the function; the modules are reached by their full names.
+plan_module = importlib.import_module("sglang_kvplan.plan")
+model_module = importlib.import_module("sglang_kvplan.model")
+spec_module = importlib.import_module("sglang_kvplan.spec")
+
+# (compute capability, MiB) as nvidia-smi reports them; the driver fakes the same GPUs (driver.GPUS).
+GPU_KNOBS = {"sm120": ("12.0", 97887), "h100": ("9.0", 81559), "h200": ("9.0", 143771), "b200": ("10.0", 183359)}
+
+# Local folders stand for the checkpoints: only config.json (what argument resolution reads).
+MODEL_ROOT = "@MODELS@"
+API_KEY = "sk-contract-test-key"
+
+
+def _fixture(path):
+    with open(os.path.join(REPO, path), encoding="utf-8") as handle:
+        return json.load(handle)
+
+
+def _preset(name, **extra):
+    """A preset's config.json fields (model_presets.yml, copied from the public checkpoints) plus what
+    transformers needs to build the config class (model_type; the rest are the class defaults)."""
+    return dict(sglang_kvplan.load_presets()[name]["config"], **extra)
+
+
+# name -> config.json. The Kimi ones are the molecule fixtures; the others the presets (+ model_type).
+MODELS = {
+    "kimi-k2.6": _fixture("molecule/fixtures/kimi-k2.6/config.json"),
+    "kimi-k2.6-dflash": _fixture("molecule/fixtures/kimi-k2.6-dflash/config.json"),
+    "deepseek-v3": _preset("deepseek-v3", model_type="deepseek_v3"),
+    "qwen3-32b": _preset("qwen3-32b", model_type="qwen3", vocab_size=151936),
+    "llama-3.1-8b": _preset("llama-3.1-8b", model_type="llama", vocab_size=128256),
+    # An EAGLE3 head for Llama-3.1-8B (one decoder layer of the target's geometry, as the published heads).
+    "llama-3.1-8b-eagle3": dict(_preset("llama-3.1-8b", model_type="llama", vocab_size=128256),
+                                architectures=["LlamaForCausalLMEagle3"], num_hidden_layers=1,
+                                draft_vocab_size=32000),
+    # A small Llama as a STANDALONE draft (Llama-3.2-1B's geometry).
+    "llama-3.2-1b": dict(_preset("llama-3.1-8b", model_type="llama", vocab_size=128256), num_hidden_layers=16,
+                         hidden_size=2048, num_attention_heads=32, head_dim=64),
+}
+
+
+def _case(cid, gpu, model, draft=None, **knobs):
+    return {"id": cid, "gpu": gpu, "model": model, "draft": draft, "knobs": knobs}
+
+
+def _dflash(**more):
+    return dict({"algorithm": "DFLASH", "draft_model": "kimi-k2.6-dflash",
+                 "draft_model_path": MODEL_ROOT + "/kimi-k2.6-dflash"}, **more)
+
+
+def _eagle3(**more):
+    return dict({"algorithm": "EAGLE3", "draft_model_path": MODEL_ROOT + "/llama-3.1-8b-eagle3"}, **more)
+
+
+DP_LM_HEAD = ["--enable-dp-lm-head"]
+
+MATRIX = [
+    # Kimi K2.6 + DFLASH (the demo's ct200) on 8 GPUs, and its variations
+    _case("ct200-dflash-tp8-sm120", "sm120", "kimi-k2.6", "kimi-k2.6-dflash", tp_size=8, speculative=_dflash()),
+    _case("ct200-fp8", "sm120", "kimi-k2.6", "kimi-k2.6-dflash", tp_size=8, speculative=_dflash(),
+          kv_cache_dtype="fp8_e4m3"),
+    _case("ct200-page64", "sm120", "kimi-k2.6", "kimi-k2.6-dflash", tp_size=8, speculative=_dflash(), page_size=64),
+    _case("ct200-mrr64", "sm120", "kimi-k2.6", "kimi-k2.6-dflash", tp_size=8, speculative=_dflash(),
+          max_running_requests=64),
+    _case("ct200-b200", "b200", "kimi-k2.6", "kimi-k2.6-dflash", tp_size=8, speculative=_dflash()),
+    _case("ct200-h200", "h200", "kimi-k2.6", "kimi-k2.6-dflash", tp_size=8, speculative=_dflash()),
+    _case("dflash-pp2-refused", "sm120", "kimi-k2.6", "kimi-k2.6-dflash", tp_size=4, pp_size=2,
+          speculative=_dflash()),
+    _case("dflash-dpattn8-refused", "sm120", "kimi-k2.6", "kimi-k2.6-dflash", tp_size=8, dp_size=8,
+          enable_dp_attention=True, kv_cache_dtype="fp8_e4m3", speculative=_dflash()),
+    _case("dflash-dpattn8-dp-lm-head", "sm120", "kimi-k2.6", "kimi-k2.6-dflash", tp_size=8, dp_size=8,
+          enable_dp_attention=True, kv_cache_dtype="fp8_e4m3", speculative=_dflash(), extra_args=DP_LM_HEAD),
+    _case("kimi-dpattn8-nospec", "sm120", "kimi-k2.6", tp_size=8, dp_size=8, enable_dp_attention=True),
+    # DeepSeek-V3 (MLA, NEXTN from its own MTP layer)
+    _case("dsv3-nextn-h200", "h200", "deepseek-v3", tp_size=8, context_target=131072,
+          speculative={"algorithm": "NEXTN"}),
+    _case("dsv3-nextn-314-h200", "h200", "deepseek-v3", tp_size=8, context_target=131072,
+          speculative={"algorithm": "NEXTN", "num_steps": 3, "eagle_topk": 1, "num_draft_tokens": 4}),
+    _case("dsv3-nextn-b200", "b200", "deepseek-v3", tp_size=8, context_target=131072,
+          speculative={"algorithm": "NEXTN"}),
+    _case("dsv3-nextn-dpattn8-h200", "h200", "deepseek-v3", tp_size=8, dp_size=8, enable_dp_attention=True,
+          context_target=131072, speculative={"algorithm": "NEXTN"}),
+    _case("dsv3-fp8-dpattn8-b200", "b200", "deepseek-v3", tp_size=8, dp_size=8, enable_dp_attention=True,
+          context_target=131072, kv_cache_dtype="fp8_e4m3"),
+    _case("dsv3-pp2-tp8-h200", "h200", "deepseek-v3", tp_size=8, pp_size=2, context_target=131072),
+    # Qwen3-32B (GQA)
+    _case("qwen3-tp4-fp8-b200", "b200", "qwen3-32b", tp_size=4, context_target=40000, kv_cache_dtype="fp8_e4m3"),
+    _case("qwen3-tp4-page128-b200", "b200", "qwen3-32b", tp_size=4, context_target=40000, page_size=128),
+    _case("qwen3-tp2-pp2-h100", "h100", "qwen3-32b", tp_size=2, pp_size=2, context_target=40000),
+    _case("qwen3-tp4-replicas2-h100", "h100", "qwen3-32b", tp_size=4, dp_size=2, context_target=40000),
+    _case("qwen3-tp2-mrr16-sm120", "sm120", "qwen3-32b", tp_size=2, context_target=32768, max_running_requests=16),
+    _case("qwen3-beyond-native-refused", "h100", "qwen3-32b", tp_size=4, context_target=131072),
+    # Llama-3.1-8B: EAGLE3, STANDALONE, NGRAM, none
+    _case("llama-eagle3-h100", "h100", "llama-3.1-8b", "llama-3.1-8b-eagle3", context_target=65536,
+          speculative=_eagle3()),
+    _case("llama-eagle3-b200", "b200", "llama-3.1-8b", "llama-3.1-8b-eagle3", context_target=65536,
+          speculative=_eagle3()),
+    _case("llama-eagle3-548-dpattn2-h100", "h100", "llama-3.1-8b", "llama-3.1-8b-eagle3", tp_size=2, dp_size=2,
+          enable_dp_attention=True, context_target=65536,
+          speculative=_eagle3(num_steps=5, eagle_topk=4, num_draft_tokens=8)),
+    _case("llama-eagle3-311-sm120", "sm120", "llama-3.1-8b", "llama-3.1-8b-eagle3", context_target=100000,
+          speculative=_eagle3(num_steps=3, eagle_topk=1, num_draft_tokens=4), max_running_requests=32),
+    _case("llama-standalone-dpattn2-refused", "h100", "llama-3.1-8b", "llama-3.2-1b", tp_size=2, dp_size=2,
+          enable_dp_attention=True, context_target=65536,
+          speculative={"algorithm": "STANDALONE", "draft_model_path": MODEL_ROOT + "/llama-3.2-1b"}),
+    _case("llama-ngram-dpattn2-refused", "h100", "llama-3.1-8b", tp_size=2, dp_size=2, enable_dp_attention=True,
+          context_target=65536, speculative={"algorithm": "NGRAM"}),
+    _case("llama-ngram-h100", "h100", "llama-3.1-8b", context_target=65536, speculative={"algorithm": "NGRAM"}),
+    _case("llama-ngram-b200", "b200", "llama-3.1-8b", context_target=65536, speculative={"algorithm": "NGRAM"}),
+    _case("llama-nospec-mrr32-h200", "h200", "llama-3.1-8b", context_target=131072, max_running_requests=32),
+    _case("llama-fp8e5m2-sm120", "sm120", "llama-3.1-8b", context_target=131072, kv_cache_dtype="fp8_e5m2"),
+]
+
+RELEASES = ("0.5.23", "0.5.15")
+
+
+def knobs_for(case, version):
+    """The host's sglang_* knobs: the role's defaults, the case's values, its GPUs' facts, the release."""
+    knobs = {k: hostile_render.DEFAULTS.get(k) for k in planspec.KNOBS}
+    capability, mib = GPU_KNOBS[case["gpu"]]
+    knobs.update(sglang_version=version, sglang_gpu_compute_capability=capability, sglang_gpu_memory_mib=mib,
+                 sglang_model=case["model"], sglang_model_config=copy.deepcopy(MODELS[case["model"]]),
+                 sglang_checkpoint_gib=sglang_kvplan.load_presets()[case["model"].replace("-dflash", "")
+                                                                  ].get("checkpoint_gib")
+                 if case["model"] in sglang_kvplan.load_presets() else None)
+    for key, value in case["knobs"].items():
+        knobs["sglang_" + key] = copy.deepcopy(value)
+    return knobs
+
+
+def measured_for(case):
+    """What model.yml would read on the host: the draft's config.json."""
+    return {"draft_model_config": copy.deepcopy(MODELS[case["draft"]])} if case["draft"] else {}
+
+
+def plan_case(case, version):
+    """planhost.plan_host as the check phase calls it: {spec, plan, ...} or {error}."""
+    knobs = knobs_for(case, version)
+    return planhost.plan_host("ct-contract", {}, knobs, measured_for(case)), knobs
+
+
+def _unchecked_plan(case, version):
+    """The plan with the planner's launch refusals and native-window check switched off: the argv SGLang is asked."""
+    with mock.patch.object(model_module, "check_launch", lambda spec: None), \
+            mock.patch.object(plan_module, "_beyond_native_window", lambda spec: ""):
+        return plan_case(case, version)
+
+
+def execstart_argv(unit_text):
+    """The ExecStart arguments after the program, as systemd splits them (the role quotes every one in double
+    quotes, escaping \\ and \" and doubling $ and %)."""
+    match = re.search(r"^ExecStart=(.*?)(?<!\\)\n(?! )", unit_text, re.S | re.M)
+    line = match.group(1).replace("\\\n", " ")
+    words = shlex.split(line)
+    return [w.replace("$$", "$").replace("%%", "%") for w in words[1:]]
+
+
+def render_argv(knobs, plan, model):
+    """The role's unit and --config file for these knobs and plan: (argv, config text)."""
+    overrides = {k: v for k, v in knobs.items() if k in hostile_render.DEFAULTS}
+    overrides.update(sglang_model_path=MODEL_ROOT + "/" + model, sglang_api_key=API_KEY,
+                     sglang_kv_plan_result=plan)
+    files = hostile_render.render_all(**overrides)
+    argv = execstart_argv(files["unit"])
+    config_at = hostile_render.host_vars(**overrides)["_sglang_config_path"]
+    argv = [MODEL_ROOT + "/@CONFIG@" if a == config_at else a for a in argv]
+    return argv, files["config"]
+
+
+def expected(spec, result):
+    """What the planner says SGLang will run with (compared with the real resolution)."""
+    plan = result
+    return {"context_length": plan["context_length"], "max_total_tokens": plan["max_total_tokens"],
+            "mem_fraction_static": plan["mem_fraction_static"],
+            "max_running_requests": plan["max_running_requests"],
+            "kv_cache_dtype": spec["kv_cache_dtype"],
+            "page_size": pages.pool_page(spec_module.normalize_spec(spec)),
+            "draft_tokens": plan_module._draft_extra_tokens(spec_module.normalize_spec(spec))}
+
+
+def planned(version, matrix=None):
+    """[case + {version, planner: {accepted, refusal, expected}, argv, config}] for one release."""
+    out = []
+    for case in matrix or MATRIX:
+        result, knobs = plan_case(case, version)
+        entry = dict(copy.deepcopy(case), version=version)
+        if "error" in result:
+            entry["planner"] = {"accepted": False, "refusal": result["error"]}
+            result, knobs = _unchecked_plan(case, version)
+            if "error" in result:
+                raise SystemExit("%s: refused even unchecked: %s" % (case["id"], result["error"]))
+        else:
+            entry["planner"] = {"accepted": True, "refusal": None,
+                                "expected": expected(result["spec"], result["plan"])}
+        entry["argv"], entry["config"] = render_argv(knobs, result["plan"], case["model"])
+        out.append(entry)
+    return out
+
+
+def main():
+    version, out_file = sys.argv[1:3]
+    with open(out_file, "w", encoding="utf-8") as handle:
+        json.dump(planned(version), handle, indent=1)
+
+
+if __name__ == "__main__":
+    main()
