@@ -564,7 +564,7 @@ def unit_text(unit_path):
     read whole (a FIFO, over the size limit, unreadable)."""
     try:
         texts = [read_plain(unit_path, follow=True).decode("utf-8", "replace")]
-    except FileNotFoundError:
+    except (FileNotFoundError, NotADirectoryError):  # no unit there (a store's own files are not entries)
         return None
     drop_ins = unit_path + ".d"
     if os.path.isdir(drop_ins):
@@ -1030,8 +1030,9 @@ def run_prune(module, p):
     if p["store"] and os.path.isdir(p["store"]) and p["unit"]:
         unit_file = os.path.basename(p["unit"])
         for entry in os.listdir(p["store"]):  # every entry, staging folders included: keeping more is safe
-            if not os.path.islink(os.path.join(p["store"], entry)):
-                units.append(os.path.join(p["store"], entry, unit_file))
+            folder = os.path.join(p["store"], entry)
+            if os.path.isdir(folder) and not os.path.islink(folder):
+                units.append(os.path.join(folder, unit_file))
     for unit_path in units:
         try:
             named.append(program_runtime(unit_program(unit_path, strict=True)))

@@ -93,3 +93,16 @@ def test_a_runtime_a_running_process_uses_is_kept_whatever_the_unit_says(host):
     assert result["removed"] == [] and str(runtimes / OLD) in result["kept"], result
     result = prune(tmp_path, runtimes, unit)  # once it has stopped, the old runtime goes
     assert result["removed"] == [str(runtimes / OLD)], result
+
+
+def test_a_stores_own_files_beside_its_entries_are_not_units(host):
+    # the store holds its lock and journal files beside the entry folders: not an entry, not an unreadable unit
+    tmp_path, runtimes = host
+    store = tmp_path / "store"
+    (store / "20261201T000000Z").mkdir(parents=True)
+    (store / "20261201T000000Z" / "sglang.service").write_text("[Service]\nExecStart=%s\n" % launcher(runtimes))
+    (store / ".lock").write_text("")
+    unit = tmp_path / "sglang.service"
+    unit.write_text("[Service]\nExecStart=%s\n" % launcher(runtimes))
+    result = prune(tmp_path, runtimes, unit)
+    assert result["removed"] == [str(runtimes / OLD)], result
