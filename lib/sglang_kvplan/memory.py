@@ -148,10 +148,21 @@ def chunked_prefill_tokens(spec):
     GPU memory (0.5.23 arg_groups/memory_hook.py:90-170, the tiers of 0.5.9 server_args.py
     _handle_gpu_memory_settings): under 20 GiB 2,048, under 60 GiB 4,096, under 160 GiB 8,192, else 16,384;
     4,096 when the GPU is not known (:171-178). 0 or less: chunking off, one prefill of up to
-    --max-prefill-tokens (16,384) at a time (memory_hook.py:306-307)."""
+    --max-prefill-tokens (16,384) at a time (memory_hook.py:306-307).
+    With DP attention every release then divides it by the attention-DP width, given or default (0.5.23
+    arg_groups/parallel_hook.py:326-336, 0.5.15 server_args.py:4899-4906, 0.5.9 :2114-2121): each DP worker
+    prefills its own share, so the activations per GPU are the share's."""
+    chunk = _chunk_before_dp(spec)
+    if chunk > 0 and spec.get("enable_dp_attention") and spec.get("dp_size", 1) > 1:
+        return chunk // spec["dp_size"]
+    return chunk if chunk > 0 else 16384
+
+
+def _chunk_before_dp(spec):
+    """--chunked-prefill-size as given, else the release's tier for the GPU (0 or less: chunking off)."""
     given = spec.get("chunked_prefill_size")
     if given is not None:
-        return given if given > 0 else 16384
+        return given
     mib = spec["gpu_memory_mib"]
     if mib is None:
         return 4096

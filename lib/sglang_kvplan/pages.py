@@ -56,11 +56,33 @@ def gpu_is_sm100(spec):
     return None if cap is None else int(cap.split(".")[0]) == SM100_MAJOR
 
 
+def sm100_default_is_kept(spec):
+    """Whether SGLang keeps SM100's default GQA/MHA backend (trtllm_mha, or fa4) with this speculative setting.
+    Every release of the table (0.5.9 server_args.py:1804-1811 to 0.5.23 arg_groups/model_override_base.py:311-325)
+    picks it only when is_no_spec_infer_or_topk_one (topk unset, or 1 with page 1) and the algorithm is unset or
+    --speculative-eagle-topk was given: EAGLE/EAGLE3 with topk unset (resolved later) and NGRAM get flashinfer,
+    which keeps the page asked for; 0.5.23 keeps it for DFLASH too, whose topk it forces to 1
+    (_forces_eagle_topk_one: rules.json sm100_default_with_dflash). The real resolvers agree
+    (tests/fixtures/sglang_real: llama-eagle3-b200, llama-ngram-b200 resolve flashinfer, page 1)."""
+    speculative = spec.get("speculative")
+    if not speculative:
+        return True
+    topk = speculative.get("eagle_topk")
+    if topk is not None:
+        return topk == 1 and spec["page_size"] == 1
+    return speculative["algorithm"] == "DFLASH" and bool(spec["_rules"].get("sm100_default_with_dflash"))
+
+
 def pool_page(spec):
     """The page SGLang floors this pool to: the forced one on SM100, and for GQA/MHA where the GPU is not known
-    (the conservative prediction); the page asked for elsewhere (and for MLA off a known SM100, as before)."""
+    (the conservative prediction); the page asked for elsewhere (and for MLA off a known SM100, as before).
+    A GQA/MHA model whose speculative setting makes SGLang leave trtllm_mha/fa4 for flashinfer keeps its page on
+    every GPU (sm100_default_is_kept)."""
     sm100 = gpu_is_sm100(spec)
-    if sm100 or (sm100 is None and not is_mla(spec["model_config"])):
+    mla = is_mla(spec["model_config"])
+    if not mla and not sm100_default_is_kept(spec):
+        return spec["page_size"]
+    if sm100 or (sm100 is None and not mla):
         return _sm100_page(spec)
     return spec["page_size"]
 

@@ -131,6 +131,9 @@ def _python_files(source):
             and (n == SRT + "server_args.py" or n.startswith(SRT + "arg_groups/"))]
 
 
+SM100_SPECULATIVE_CONDITION = ("is_no_spec_infer_or_topk_one", "speculative_eagle_topk is not None")
+
+
 def forced_pages(source):
     """{kind: (page, file)} the release forces on SM100 for the backend it picks by default."""
     found = {}
@@ -149,12 +152,18 @@ def forced_pages(source):
             if match and kind not in found:
                 # (forced page, the page sizes the backend keeps as they are, file)
                 found[kind] = (int(match.group(2)), [int(n) for n in re.findall(r"\d+", match.group(1))], rel)
-        if picks_mha is None and default_mha.search(text):
+        # The general default, not a model's own (GptOss, Olmo2 pick trtllm_mha with no condition): the match
+        # under the speculative condition lib/sglang_kvplan/pages.py sm100_default_is_kept reads (trtllm_mha only
+        # without speculative decoding or with --speculative-eagle-topk given, 1 at page 1). A release that words
+        # it otherwise is found nowhere and refused below, to be read again by hand.
+        if picks_mha is None and any(all(word in found_default.group(0) for word in SM100_SPECULATIVE_CONDITION)
+                                     for found_default in default_mha.finditer(text)):
             picks_mha = rel
         if picks_fa4 is None and asym_fa4.search(text):
             picks_fa4 = rel
     if picks_mha is None or "mha" not in found or "mla" not in found:
-        raise RuleError("no SM100 trtllm_mha default / page sentence found in server_args.py or arg_groups/")
+        raise RuleError("no SM100 trtllm_mha default under %s / page sentence found in server_args.py or "
+                        "arg_groups/" % " and ".join(SM100_SPECULATIVE_CONDITION))
     def entry(kind, backend, picked_in=None):
         page, keeps, rel = found[kind]
         out = {"page": page, "keeps": keeps, "backend": backend, "source": rel}

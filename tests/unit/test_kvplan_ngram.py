@@ -28,8 +28,16 @@ def test_ngram_given_draft_tokens_are_the_ones_reserved():
     assert plan["max_total_tokens"] == 65_536 + 8
 
 
-def test_ngram_pin_on_a_paged_backend_rounds_up_after_the_drafts():
-    # B200: trtllm_mha forces page 64 (pages.py); 65,548 rounds up to 65,600, not 65,536
+def test_ngram_on_b200_keeps_page_1_as_the_real_resolver_does():
+    # NGRAM leaves SM100's trtllm_mha (page 64) for flashinfer, which keeps page 1 (pages.py sm100_default_is_kept;
+    # the real 0.5.23 and 0.5.15 resolvers: llama-ngram-b200), so the pin is the target and the drafts, unrounded
     plan = kv.plan(dict(LLAMA, version="0.5.23", gpu_memory_mib=183_359, gpu_compute_capability="10.0",
                         speculative={"algorithm": "NGRAM"}))
+    assert plan["max_total_tokens"] == 65_548
+
+
+def test_ngram_pin_on_a_paged_backend_rounds_up_after_the_drafts():
+    # page 64 asked: flashinfer keeps it; 65,548 rounds up to 65,600, not down to 65,536
+    plan = kv.plan(dict(LLAMA, version="0.5.23", gpu_memory_mib=183_359, gpu_compute_capability="10.0",
+                        page_size=64, speculative={"algorithm": "NGRAM"}))
     assert plan["max_total_tokens"] == 65_600

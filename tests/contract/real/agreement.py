@@ -9,7 +9,8 @@ against the planner's current verdict). Rules:
   - on an accepted case, resolution leaves --context-length, --max-total-tokens, --mem-fraction-static,
     --max-running-requests and --kv-cache-dtype as planned, the page is the one the planner predicts
     (lib/sglang_kvplan/pages.py), and the draft tokens SGLang resolves are the ones the planner reserves for
-    (plan.py _draft_extra_tokens), so the pin holds one request at full length.
+    (plan.py _draft_extra_tokens), so the pin holds one request at full length; the --chunked-prefill-size SGLang
+    resolves (per attention-DP worker) is the one the headroom's prefill activations are sized for.
 """
 
 NATIVE_WINDOW_SWITCH = "SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN"
@@ -57,18 +58,22 @@ def disagreements(planner, real):
     if expected["draft_tokens"] != real_draft:
         out.append("draft tokens: the planner reserves %r, SGLang resolves speculative_num_draft_tokens %r"
                    % (expected["draft_tokens"], real_draft))
+    out.extend(chunk_disagreement(expected, resolved))
     return out
 
 
-# Disagreements the real resolvers showed that this change does not fix (lib/sglang_kvplan/pages.py is outside it):
-# reported, kept visible as strict xfails, so that the day the planner predicts the page right the test says so.
-# On SM100 SGLang picks trtllm_mha (page 64) for a GQA/MHA model only without speculative decoding, or with topk 1
-# given or forced (0.5.23 arg_groups/model_override_base.py:311-325 get_default_attn_backend:
-# is_no_spec_infer_or_topk_one and `speculative_eagle_topk is not None`). EAGLE3 with topk unset (resolved to 4
-# after the backend is chosen) and NGRAM (topk = --speculative-ngram-max-bfs-breadth, 10) get flashinfer, page 1;
-# pages.py pool_page predicts 64 for every GQA model on SM100. The pin (a multiple of 64) still holds on page 1:
-# conservative by up to 63 tokens, but the plan's page note names trtllm_mha and page 64, which the server skips.
-PAGE_ON_SM100_WITH_SPEC = ("pages.py predicts trtllm_mha's page 64 on SM100 for a GQA model with EAGLE3 (topk unset) "
-                           "or NGRAM; SGLang picks flashinfer, page 1 (0.5.23 model_override_base.py:311-325)")
-KNOWN_PAGE = {(version, case_id): PAGE_ON_SM100_WITH_SPEC
-              for version in ("0.5.23", "0.5.15") for case_id in ("llama-eagle3-b200", "llama-ngram-b200")}
+def chunk_disagreement(expected, resolved):
+    """The --chunked-prefill-size SGLang resolved (per DP worker) against the one the headroom is sized for. A
+    resolved size of 0 or less is chunking off, which the headroom sizes at --max-prefill-tokens: nothing to
+    compare. Recordings made before the planner predicted it carry no prediction to compare."""
+    planned, real = expected.get("chunked_prefill_size"), resolved.get("chunked_prefill_size")
+    if planned is None or real is None or real <= 0 or planned == real:
+        return []
+    return ["chunked_prefill_size: the headroom is sized for %r, SGLang resolved %r (DP attention %s, dp_size %s)"
+            % (planned, real, resolved.get("enable_dp_attention"), resolved.get("dp_size"))]
+
+
+# Disagreements the real resolvers showed that the planner does not fix yet, kept visible as strict xfails so that
+# the day the planner predicts them right the test says so. None now: the SM100 page with EAGLE3 (topk unset) and
+# NGRAM, the last one, is predicted since pages.py sm100_default_is_kept.
+KNOWN_PAGE = {}

@@ -25,7 +25,7 @@ sys.path[:0] = [os.path.join(REPO, "lib"), os.path.join(REPO, "tests", "unit")]
 import hostile_render  # noqa: E402
 import sglang_kvplan  # noqa: E402
 from sglang_checks import planhost, planspec  # noqa: E402
-from sglang_kvplan import pages  # noqa: E402
+from sglang_kvplan import memory, pages  # noqa: E402
 
 # The package's `plan` name is the function; the modules are reached by their full names.
 plan_module = importlib.import_module("sglang_kvplan.plan")
@@ -204,7 +204,9 @@ def expected(spec, result):
             "max_running_requests": plan["max_running_requests"],
             "kv_cache_dtype": spec["kv_cache_dtype"],
             "page_size": pages.pool_page(spec_module.normalize_spec(spec)),
-            "draft_tokens": plan_module._draft_extra_tokens(spec_module.normalize_spec(spec))}
+            "draft_tokens": plan_module._draft_extra_tokens(spec_module.normalize_spec(spec)),
+            # what the headroom's prefill activations are sized for (memory.py chunked_prefill_tokens)
+            "chunked_prefill_size": memory.chunked_prefill_tokens(spec_module.normalize_spec(spec))}
 
 
 def planned(version, matrix=None):

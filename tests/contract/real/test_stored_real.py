@@ -98,3 +98,14 @@ def test_planner_agrees_with_recorded_real_resolver(version, release, case):
 def test_page_is_the_one_the_planner_predicts(version, release, case):
     problem = agreement.page_disagreement(_now(version, case)["planner"], case["real"])
     assert not problem, "%s (%s) on %s: %s" % (case["id"], case["gpu"], release, problem)
+
+
+@pytest.mark.parametrize("version, release, case", list(_recorded()))
+def test_headroom_is_sized_for_the_chunked_prefill_sglang_resolves(version, release, case):
+    """The headroom's prefill activations (concurrency.py) are sized for memory.chunked_prefill_tokens: the release's
+    tier for the GPU, divided by the attention-DP width under DP attention, as the real resolver does."""
+    planner, real = _now(version, case)["planner"], case["real"]
+    if not (planner["accepted"] and real.get("accepted")):
+        return
+    problem = agreement.chunk_disagreement(planner["expected"], real["resolved"])
+    assert not problem, "%s (%s) on %s: %s" % (case["id"], case["gpu"], release, problem)
