@@ -19,24 +19,80 @@
 #      `| sglang.longctx.sglang_x`: Ansible resolves a short filter name in builtin and configured paths only, never
 #      in the collection of the role that uses it (modules are: a collection's role finds its own modules).
 # tests/collection/test_collection.py checks that these are the only differences and that the installed tarball runs.
-# Usage: tests/collection/build.sh [output folder]; prints the tarball's path.
+# What it ships is what git tracks (`git ls-files`, the index: a new file counts once it is `git add`ed), never the
+# whole working tree: an untracked file under roles/ or lib/ (a .vault_pass, a local note, a scratch script) stays out
+# of a tarball that others install or publish. Outside a git checkout (a source tarball, a copy) there is no such list
+# and the script refuses rather than guess which files are the project's.
+# Usage: tests/collection/build.sh [output folder]; prints the tarball's path. The output folder (default
+# .cache/collection) is one this script creates: a new folder, an empty one, or one it wrote before (it leaves its
+# marker file there); any other folder is refused untouched, so that `build.sh ~` cannot remove ~/src.
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 out=${1:-$repo/.cache/collection}
 bin="$repo/.venv/bin"
+marker=.sglang-collection-build
+
+refuse() {
+  printf 'tests/collection/build.sh: %s\n' "$*" >&2
+  exit 2
+}
+
+# -- only the tracked files, from a checkout whose root is this repository (not a copy inside another one)
+command -v git >/dev/null || refuse "git is not installed: the collection ships the files git tracks (git ls-files)," \
+  "so that an untracked file never reaches the tarball. Install git (apt-get install git) and run it again."
+top=$(git -C "$repo" rev-parse --show-toplevel 2>/dev/null) || top=
+if [ -z "$top" ] || ! [ "$top" -ef "$repo" ]; then
+  refuse "$repo is not a git checkout (no .git: unpacked from a tarball, or copied), so there is no list of the" \
+    "project's files (git ls-files) to ship, and shipping the whole folder could publish an untracked secret." \
+    "Build the collection from a git clone: git clone <repository> && cd <it> && make venv collection."
+fi
+
+# -- the output folder: created here, or recognised as created here
+# Before the marker, build.sh wrote exactly src/ansible_collections/sglang/longctx/ and sglang-longctx-*.tar.gz into
+# its folder: such a folder (.cache/collection, .cache/sanity/build on every existing clone) is its own.
+only_entry() {  # the folder $1 holds nothing but $2
+  [ -d "$1" ] && ! [ -L "$1" ] && [ -z "$(find "$1" -mindepth 1 -maxdepth 1 ! -name "$2" -print -quit)" ]
+}
+earlier_build() {
+  [ -z "$(find "$1" -mindepth 1 -maxdepth 1 ! \( -name src -type d \) ! \( -name 'sglang-longctx-*.tar.gz' -type f \) \
+    -print -quit)" ] && { ! [ -e "$1/src" ] || { only_entry "$1/src" ansible_collections \
+      && only_entry "$1/src/ansible_collections" sglang && only_entry "$1/src/ansible_collections/sglang" longctx; }; }
+}
+if [ -L "$out" ] || { [ -e "$out" ] && ! [ -d "$out" ]; }; then
+  refuse "the output folder $out is $( [ -L "$out" ] && echo 'a symbolic link' || echo 'not a folder'): give a" \
+    "new folder (it is created) or an empty one."
+elif [ -d "$out" ] && ! [ -f "$out/$marker" ] && [ -n "$(find "$out" -mindepth 1 -maxdepth 1 -print -quit)" ] \
+    && ! earlier_build "$out"; then
+  refuse "the output folder $out already holds files that this script did not write (it has no $marker): the" \
+    "script writes only into a folder it created, and replaces only what it wrote there, so it leaves this one" \
+    "untouched. Give a new folder (it is created) or an empty one, or remove $out yourself if it is a build."
+fi
+mkdir -p -- "$out"
+echo "tests/collection/build.sh built here; it replaces src/ and sglang-longctx-*.tar.gz in this folder." \
+  >"$out/$marker"
+
 src="$out/src/ansible_collections/sglang/longctx"
+# The tracked files as they are in the working tree (modified ones as modified: tests build what is being tested),
+# copied into checkout/ first, so that every step below reads a tree that holds nothing untracked; a tracked file
+# deleted from the working tree is left out, as a commit of that tree would.
+checkout="$out/src/checkout"
 rm -rf "$out/src"
-mkdir -p "$src"/plugins/{modules,module_utils,filter,callback,action} "$src/lib" "$src/meta"
-cp "$repo/galaxy.yml" "$repo/README.md" "$repo/LICENSE" "$src/"
-cp -r "$repo/roles" "$src/roles"
-cp "$repo"/library/*.py "$src/plugins/modules/"
-cp "$repo"/module_utils/*.py "$src/plugins/module_utils/"
-cp "$repo"/filter_plugins/*.py "$repo"/filter_plugins/*.yml "$src/plugins/filter/"
-cp "$repo"/callback_plugins/*.py "$src/plugins/callback/"
-cp "$repo"/action_plugins/*.py "$src/plugins/action/"
-for package in "$repo"/lib/sglang_*/; do cp -r "$package" "$src/lib/"; done
+mkdir -p "$checkout" "$src"/plugins/{modules,module_utils,filter,callback,action} "$src/lib" "$src/meta"
+git -C "$repo" ls-files -z --cached -- galaxy.yml README.md LICENSE roles library module_utils filter_plugins \
+  callback_plugins action_plugins lib \
+  | while IFS= read -r -d '' path; do
+    if [ -e "$repo/$path" ] || [ -L "$repo/$path" ]; then printf '%s\0' "$path"; fi
+  done >"$out/src/files"
+tar -C "$repo" --null --no-recursion -T "$out/src/files" -cf - | tar -C "$checkout" -xf -
+cp "$checkout/galaxy.yml" "$checkout/README.md" "$checkout/LICENSE" "$src/"
+cp -r "$checkout/roles" "$src/roles"
+cp "$checkout"/library/*.py "$src/plugins/modules/"
+cp "$checkout"/module_utils/*.py "$src/plugins/module_utils/"
+cp "$checkout"/filter_plugins/*.py "$checkout"/filter_plugins/*.yml "$src/plugins/filter/"
+cp "$checkout"/callback_plugins/*.py "$src/plugins/callback/"
+cp "$checkout"/action_plugins/*.py "$src/plugins/action/"
+for package in "$checkout"/lib/sglang_*/; do cp -r "$package" "$src/lib/"; done
 ln -s ../lib "$src/plugins/lib"
-find "$src" -name __pycache__ -prune -exec rm -rf {} +
 printf -- '---\n# ansible-core 2.19 and 2.21 are tested (make unit, make core-next).\nrequires_ansible: ">=2.19"\n' \
   >"$src/meta/runtime.yml"
 
@@ -44,10 +100,11 @@ printf -- '---\n# ansible-core 2.19 and 2.21 are tested (make unit, make core-ne
 sed -i -E 's/^from ansible\.module_utils\.(sglang_[a-z_]+) import/from ansible_collections.sglang.longctx.plugins.module_utils.\1 import/' \
   "$src"/plugins/modules/*.py "$src"/plugins/module_utils/*.py
 # 2. the filters' names in the roles: every filter this collection ships (one *.yml doc each)
-filters=$(cd "$repo/filter_plugins" && ls ./*.yml | sed -E 's#^\./##; s/\.yml$//' | paste -sd '|')
+filters=$(cd "$checkout/filter_plugins" && ls ./*.yml | sed -E 's#^\./##; s/\.yml$//' | paste -sd '|')
 find "$src/roles" -type f \( -name '*.yml' -o -name '*.j2' \) -print0 \
   | xargs -0 sed -i -E "s/\|(\s*)($filters)\b/|\1sglang.longctx.\2/g"
 
 "$bin/ansible-galaxy" collection build "$src" --output-path "$out" --force >/dev/null
-version=$(sed -n 's/^version: *//p' "$repo/galaxy.yml")
+rm -rf "$checkout" "$out/src/files"
+version=$(sed -n 's/^version: *//p' "$src/galaxy.yml")
 echo "$out/sglang-longctx-$version.tar.gz"

@@ -63,6 +63,14 @@ def _play(installed, *args):
                           capture_output=True, text=True, timeout=300)
 
 
+def _tracked(folder):
+    """The files of a checkout folder that git tracks (what build.sh ships), relative to it; a tracked file deleted
+    from the working tree is not shipped and not listed."""
+    listed = subprocess.run(["git", "-C", REPO, "ls-files", "-z", "--cached", "--", folder], capture_output=True,
+                            check=True, timeout=60).stdout.decode().split("\0")
+    return [os.path.relpath(path, folder) for path in listed if path and os.path.lexists(os.path.join(REPO, path))]
+
+
 def _files(folder):
     for base, dirs, names in os.walk(folder):
         dirs[:] = [d for d in dirs if d != "__pycache__"]
@@ -85,10 +93,14 @@ def _shipped_filters(root):
     return names
 
 
-def test_the_collection_holds_every_file_of_the_checkout_and_differs_only_by_the_two_rewrites(installed):
+def test_the_collection_holds_every_tracked_file_of_the_checkout_and_differs_only_by_the_two_rewrites(installed):
     root, checked = installed["root"], 0
     for folder, target in LAYOUT.items():
-        for rel in _files(os.path.join(REPO, folder)):
+        tracked = _tracked(folder)
+        # and nothing else: no untracked file of the working tree (build.sh ships git ls-files)
+        extra = sorted(set(_files(root / target)) - set(tracked))
+        assert extra == [], "%s/ in the collection holds files the checkout does not track: %s" % (target, extra)
+        for rel in tracked:
             if folder == "library" and not rel.endswith(".py"):
                 continue
             ours, theirs = os.path.join(REPO, folder, rel), root / target / rel
