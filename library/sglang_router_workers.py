@@ -124,6 +124,7 @@ from urllib.parse import quote
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.sglang_errors import failures_as_sentences
+from ansible.module_utils.sglang_http import without_credentials
 from ansible.module_utils.sglang_router import (
     ROUTER_EXCLUSIVE,
     ROUTER_OPTIONS,
@@ -131,6 +132,7 @@ from ansible.module_utils.sglang_router import (
     check_url,
     connect,
     entries_of,
+    hide_url_credentials,
     normalize,
 )
 
@@ -216,7 +218,9 @@ def ensure_absent(router, url, wait, timeout, check_mode):
 
 def run(params, check_mode, secret=None):
     """The module's result for its parameters; RouterError on any failure. secret(value) is told every key read
-    from a file, so that Ansible masks it wherever it would appear in the output (as no_log does for the options)."""
+    from a file, and every password given in a URL, so that Ansible masks it wherever it would appear in the output
+    (as no_log does for the options)."""
+    hide_url_credentials(params, secret)
     state = params["state"]
     if not params["worker_url"]:
         raise RouterError("state=%s needs worker_url (the worker's base URL, e.g. http://10.0.0.1:30000)" % state)
@@ -230,8 +234,9 @@ def run(params, check_mode, secret=None):
                                                  check_mode)
     else:
         changed, workers, entry = ensure_absent(router, url, params["wait"], params["timeout"], check_mode)
-    return {"changed": changed, "workers": workers, "urls": [w.get("url") for w in workers], "worker": entry,
-            "worker_url": url}
+    # URLs are compared with their credentials (the router lists a worker as it was registered) and shown without.
+    return without_credentials({"changed": changed, "workers": workers, "urls": [w.get("url") for w in workers],
+                                "worker": entry, "worker_url": url})
 
 
 def main():

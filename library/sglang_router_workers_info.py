@@ -65,6 +65,7 @@ urls:
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.sglang_errors import failures_as_sentences
+from ansible.module_utils.sglang_http import without_credentials
 from ansible.module_utils.sglang_router import ROUTER_EXCLUSIVE, ROUTER_OPTIONS, RouterError, connect
 
 
@@ -76,7 +77,9 @@ def main():
             workers = connect(module.params, module.no_log_values.add)[0].workers()
         except RouterError as error:
             module.fail_json(msg=str(error))
-        module.exit_json(changed=False, workers=workers, urls=[w.get("url") for w in workers])
+        # a worker registered with credentials in its URL is listed so by the router: shown without them
+        module.exit_json(**without_credentials({"changed": False, "workers": workers,
+                                                "urls": [w.get("url") for w in workers]}))
 
 
 if __name__ == "__main__":

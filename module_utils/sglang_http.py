@@ -1,12 +1,15 @@
 """HTTP for the modules: Ansible's open_url (its proxy, CA and validate_certs handling), a bearer token that a
 redirect never carries, and answers read up to a size limit and a deadline, so that a wrong or hostile peer can
-neither learn the key nor make a module read without end."""
+neither learn the key nor make a module read without end. Also what a message may show of a request: a URL without
+its credentials, and a key's fault without the key."""
 
 from __future__ import annotations
 
 import re
 import time
+from collections.abc import Mapping
 from http.client import BadStatusLine, HTTPException, IncompleteRead, LineTooLong, RemoteDisconnected
+from urllib.parse import urlsplit
 
 from ansible.module_utils.urls import open_url
 
@@ -15,6 +18,49 @@ JSON_LIMIT = 16 * 2**20
 # An error page is read for its message only.
 ERROR_LIMIT = 64 * 2**10
 _BLOCK = 2**16
+
+
+# A URL's user information (scheme://user:password@host): greedy up to the last '@' before the path, as urllib takes
+# the host after the last one, so a password holding an '@' is hidden whole. A quote ends it: in a repr or JSON text
+# the URL ends there.
+_CREDENTIALS = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^/?#\s\"']*@")
+# What no HTTP header value can carry: http.client refuses it with a ValueError that repeats the whole value (the
+# key), in a form Ansible's no_log masking does not recognise (b'Bearer KEY\r\n...').
+_NOT_IN_HEADER = re.compile(r"[\x00-\x1f\x7f]")
+
+
+def without_credentials(value):
+    """value with every URL's user information replaced by *** (http://admin:pw@h:1 -> http://***@h:1): a message
+    or a module's result (str, or lists and mappings of them, walked) never repeats a password given in a URL."""
+    if isinstance(value, str):
+        return _CREDENTIALS.sub(r"\1***@", value)
+    if isinstance(value, Mapping):
+        return {key: without_credentials(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [without_credentials(item) for item in value]
+    return value
+
+
+def url_credentials(url):
+    """The secret in url's user information, for Ansible's no_log masking: the password, else a user name given
+    alone (a token, as in https://TOKEN@host); '' when there is none or url cannot be read."""
+    try:
+        parts = urlsplit(url)
+        return parts.password or parts.username or ""
+    except (ValueError, TypeError):
+        return ""
+
+
+def header_problem(value):
+    """What in value no HTTP header can carry, in words that do not repeat it ('' when it can be sent): a line
+    break or another control character (which would also add a header line), or a character outside Latin-1."""
+    if _NOT_IN_HEADER.search(value):
+        return "a line break, a tab or another control character"
+    try:
+        value.encode("latin-1")
+    except UnicodeEncodeError:
+        return "a character outside Latin-1"
+    return ""
 
 
 class ResponseTooLarge(ValueError):
