@@ -28,6 +28,12 @@ options:
   record:
     description: The last full proof's record file, when it is to be read too.
     type: path
+  timeout:
+    description:
+      - Seconds C(systemctl show) may take before the task fails with a sentence (a systemd that does not answer
+        would otherwise hold the run for ever). Its answer is read up to 1 MiB.
+    type: int
+    default: 30
 notes:
   - Supports check mode (it only reads).
 """
@@ -61,7 +67,7 @@ record_problem:
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402 - ansible-test wants the imports after the docs
 from ansible.module_utils.sglang_errors import failures_as_sentences  # noqa: E402
 from ansible.module_utils.sglang_files import load_json  # noqa: E402
-from ansible.module_utils.sglang_systemd import show  # noqa: E402
+from ansible.module_utils.sglang_systemd import SYSTEMCTL_TIMEOUT, show  # noqa: E402
 
 PROPERTIES = ("ActiveState", "UnitFileState", "InvocationID", "MainPID", "ExecMainStartTimestamp")
 
@@ -81,13 +87,16 @@ def read_record(path):
 
 def main():
     module = AnsibleModule(argument_spec={"unit": {"type": "str", "required": True},
-                                          "record": {"type": "path"}},
+                                          "record": {"type": "path"},
+                                          "timeout": {"type": "int", "default": SYSTEMCTL_TIMEOUT}},
                            supports_check_mode=True)
     with failures_as_sentences(module, "sglang_unit_state"):
-        unit = module.params["unit"]
-        if not unit or unit.startswith("-") or any(c.isspace() for c in unit):
-            module.fail_json(msg="sglang_unit_state: unit %r is not a unit's name (e.g. sglang)" % unit)
-        result = {"changed": False, "properties": show(module, [unit], PROPERTIES)[unit]}
+        unit, timeout = module.params["unit"], module.params["timeout"]
+        if timeout < 1:
+            module.fail_json(msg="sglang_unit_state: timeout=%d is not a number of seconds of at least 1: give the "
+                                 "seconds systemctl show may take, e.g. 30" % timeout)
+        # show() refuses a unit that is not a unit's name (an option, a path, NUL or control characters, a pattern)
+        result = {"changed": False, "properties": show(module, [unit], PROPERTIES, timeout)[unit]}
         if module.params["record"]:
             result["record"], result["record_problem"] = read_record(module.params["record"])
         module.exit_json(**result)
