@@ -10,8 +10,12 @@ module: sglang_service_files
 short_description: Put the server's rendered files in place, each only when it differs
 description:
   - Makes O(folder) a folder of its owner, group and mode, then compares each of O(files) with what is on the host
-    (content, owner, group, mode) and replaces only those that differ, each through a temporary file in its own
-    folder that has its owner and mode before it takes the name.
+    (content, owner, group, mode) and replaces only those that differ, all or nothing. Every file is checked first
+    (owner, group, mode, the destination not a folder, its folder there, the same destination not given twice),
+    then every changed one is written to a temporary file beside it with its final owner and mode (a full disk
+    fails here), and only then are they renamed into place. A failure before the first rename removes the
+    temporary files (and the folder, when this call created it) and changes nothing; a rename that fails puts the
+    files already renamed back as they were. An error names the file that failed and what to do.
   - The sglang role's deploy transaction (the C(sglang_deploy) action) renders the templates on the controller and
     sends them here in one call, where Ansible's template action costs two module runs a file. The transaction has
     kept the serving files in the backup store before this runs.
@@ -48,7 +52,7 @@ options:
     required: true
     suboptions:
       dest:
-        description: Where the file goes. Its folder must exist.
+        description: Where the file goes. Its folder must exist (or be O(folder)); each destination once.
         type: path
         required: true
       content:
@@ -103,28 +107,34 @@ diff:
 import grp  # noqa: E402 - ansible-test wants the imports after the documentation
 import os  # noqa: E402
 import pwd  # noqa: E402
+import stat  # noqa: E402
 
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402
 from ansible.module_utils.sglang_errors import failures_as_sentences  # noqa: E402
 from ansible.module_utils.sglang_files import (  # noqa: E402
     NotPlainFile,
-    ensure_folder,
+    WriteFailed,
+    discard,
     matches,
     read_plain,
-    write_atomic,
+    replace_all,
+    stage,
+    write_failed,
 )
 
 
-def ids(owner, group):
-    """(uid, gid) of a user and a group name; ValueError naming the one that does not exist."""
+def ids(owner, group, where):
+    """(uid, gid) of a user and a group name; ValueError naming the one that does not exist, and where it is used."""
     try:
         uid = pwd.getpwnam(owner).pw_uid
     except KeyError:
-        raise ValueError("the user %s does not exist on the host" % owner) from None
+        raise ValueError("%s: the user %s does not exist on the host (owner): create it first, or correct owner"
+                         % (where, owner)) from None
     try:
         gid = grp.getgrnam(group).gr_gid
     except KeyError:
-        raise ValueError("the group %s does not exist on the host" % group) from None
+        raise ValueError("%s: the group %s does not exist on the host (group): create it first, or correct group"
+                         % (where, group)) from None
     return uid, gid
 
 
@@ -138,25 +148,152 @@ def octal(mode, where):
     return value
 
 
-def put(item, check_mode):
-    """(changed, before text) for one file; written when changed, unless check_mode. A link or a special file where
-    the file goes is replaced by the file (as Ansible's template action does); a folder is refused: replacing it
-    would lose what is in it."""
-    secret = item.get("secret_content") is not None
-    data = (item["secret_content"] if secret else item["content"]).encode("utf-8")
-    uid, gid = ids(item["owner"], item["group"])
-    mode = octal(item["mode"], item["dest"])
+def folder_state(path, uid, gid, mode):
+    """'missing', 'differs' (owner, group or mode) or 'same'; ValueError when something else is there."""
     try:
-        if matches(item["dest"], data, mode, (uid, gid)):
-            return False, None
-        before = read_plain(item["dest"]).decode("utf-8", "replace") if os.path.exists(item["dest"]) else ""
+        status = os.lstat(path)
+    except FileNotFoundError:
+        return "missing"
+    if not stat.S_ISDIR(status.st_mode):
+        raise ValueError("folder.path %s is not a folder (a file or a link): move it away, the service's folder goes "
+                         "there" % path)
+    return "same" if (status.st_uid, status.st_gid, stat.S_IMODE(status.st_mode)) == (uid, gid, mode) else "differs"
+
+
+def checked(item, folder):
+    """One of files, checked before anything is written: {dest, data, mode, owner, content, key}. ValueError naming
+    dest and the fix: a relative path, an unknown owner or group, a bad mode, a folder where the file goes (replacing
+    it would lose what is in it), or a missing folder (folder, which this call creates, counts as there)."""
+    dest = os.path.normpath(item["dest"])
+    if not os.path.isabs(dest):
+        raise ValueError("files[].dest %s is not an absolute path: give the file's full path" % dest)
+    if dest == folder:
+        raise ValueError("files[].dest %s is folder.path itself: give a file's path inside it" % dest)
+    data = (item["content"] if item.get("secret_content") is None else item["secret_content"]).encode("utf-8")
+    owner = ids(item["owner"], item["group"], dest)
+    mode = octal(item["mode"], dest)
+    if os.path.isdir(dest) and not os.path.islink(dest):
+        raise ValueError("%s is a folder: move it away, the file goes there" % dest)
+    parent = os.path.dirname(dest)
+    if parent != folder and not os.path.isdir(parent):
+        raise ValueError("%s: its folder %s does not exist: create it first, or correct dest" % (dest, parent))
+    # Two spellings of one file (a folder reached through a link) are one destination: the key is the real folder.
+    key = os.path.join(os.path.realpath(parent), os.path.basename(dest))
+    return {"dest": dest, "data": data, "mode": mode, "owner": owner, "content": item.get("content"), "key": key}
+
+
+def no_twice(files):
+    """ValueError when two of files go to the same destination: the second would silently win."""
+    seen = {}
+    for number, item in enumerate(files, 1):
+        if item["key"] in seen:
+            first = files[seen[item["key"]] - 1]["dest"]
+            raise ValueError("%s is given twice (files %d and %d%s): give each destination once"
+                             % (item["dest"], seen[item["key"]], number,
+                                "" if first == item["dest"] else ", as %s" % first))
+        seen[item["key"]] = number
+
+
+def differs(item):
+    """Whether the file on the host is not yet item (content, owner, group, mode). A link or a special file where
+    the file goes is replaced by the file (as Ansible's template action does)."""
+    try:
+        return not matches(item["dest"], item["data"], item["mode"], item["owner"])
     except NotPlainFile:
-        if os.path.isdir(item["dest"]) and not os.path.islink(item["dest"]):
-            raise ValueError("%s is a folder: move it away, the file goes there" % item["dest"]) from None
-        before = ""
-    if not check_mode:
-        write_atomic(item["dest"], data, mode, (uid, gid))
-    return True, before
+        return True
+
+
+def before_text(dest):
+    """What --diff shows as before: the file's text, '' when there is none (or a link, a special file: those are
+    replaced), a line saying its size when it is too big to show."""
+    try:
+        return read_plain(dest).decode("utf-8", "replace")
+    except FileNotFoundError:
+        return ""
+    except NotPlainFile:
+        status = os.lstat(dest)
+        if stat.S_ISREG(status.st_mode):
+            return "(%s holds %d bytes: too big to show)\n" % (dest, status.st_size)
+        return ""
+
+
+def make_folder(path, uid, gid, mode):
+    """Create the service's folder: owner first, then mode (chown clears setgid, which a mode may hold). One that
+    cannot be given its owner and mode is removed again."""
+    try:
+        os.mkdir(path, 0o700)
+    except OSError as error:
+        raise WriteFailed("the folder %s could not be created (%s): create it by hand, or correct folder.path"
+                          % (path, error.strerror or error)) from None
+    try:
+        set_folder(path, uid, gid, mode)
+    except WriteFailed:
+        remove_folder(path)
+        raise
+
+
+def set_folder(path, uid, gid, mode):
+    try:
+        os.chown(path, uid, gid)
+        os.chmod(path, mode)
+    except OSError as error:
+        raise WriteFailed("the folder %s could not be given its owner and mode (%s): run the task as root "
+                          "(become: true)" % (path, error.strerror or error)) from None
+
+
+def put_all(folder, state, changed):
+    """Write the changed files all or nothing: the folder when missing, every file staged beside its destination
+    (owner, mode, space), the folder's owner and mode, and only then the renames. A failure leaves the host as it
+    was: the temporary files are removed, a folder this call created is removed again, an existing one gets its
+    owner and mode back (replace_all puts back the files it had renamed)."""
+    path, uid, gid, mode = folder
+    before = os.lstat(path) if state == "differs" else None
+    if state == "missing":
+        make_folder(path, uid, gid, mode)
+    staged = []
+    try:
+        for item in changed:
+            staged.append((item["dest"], stage(item["dest"], item["data"], item["mode"], item["owner"])))
+        if state == "differs":
+            set_folder(path, uid, gid, mode)
+        replace_all(staged)
+    except BaseException as error:
+        discard(staged)  # those replace_all renamed are gone already: removing a missing name is a no-op
+        if not getattr(error, "partial", False):
+            undo_folder(path, state, before)
+        raise
+
+
+def undo_folder(path, state, before):
+    """Put the folder back as it was before this call: removed when this call created it (it is empty again), its
+    owner and mode when this call set them (before: its lstat then). Quietly: the first error is the one to report."""
+    try:
+        if state == "missing":
+            os.rmdir(path)
+        elif state == "differs":
+            os.chown(path, before.st_uid, before.st_gid)
+            os.chmod(path, stat.S_IMODE(before.st_mode))
+    except OSError:
+        pass
+
+
+def remove_folder(path):
+    """Remove the folder this call created, now empty again; one that cannot go stays (the first error is the one
+    to report)."""
+    try:
+        os.rmdir(path)
+    except OSError:
+        pass
+
+
+def failure(error, folder):
+    """The sentence for a failure: it names a file the task was given (an OSError met while reading one becomes
+    'could not be read', with the fix) and says whether the host was left as it was."""
+    if isinstance(error, OSError) and not isinstance(error, NotPlainFile):
+        error = write_failed(getattr(error, "filename", None) or folder, error, "read")
+    tail = ("Part of the new files are in place (named above)." if getattr(error, "partial", False)
+            else "Nothing on the host was changed.")
+    return "The server's files: %s. %s" % (str(error).rstrip("."), tail)
 
 
 def main():
@@ -181,23 +318,23 @@ def main():
         supports_check_mode=True,
     )
     with failures_as_sentences(module, "sglang_service_files"):
-        folder, changed_files, diffs = module.params["folder"], [], []
+        spec = module.params["folder"]
         try:
-            uid, gid = ids(folder["owner"], folder["group"])
-            folder_changed = ensure_folder(folder["path"], uid, gid, octal(folder["mode"], folder["path"]),
-                                           module.check_mode)
-            for item in module.params["files"]:
-                changed, before = put(item, module.check_mode)
-                if not changed:
-                    continue
-                changed_files.append(item["dest"])
-                if module._diff and item.get("content") is not None:
-                    diffs.append({"before_header": item["dest"], "after_header": item["dest"], "before": before,
-                                  "after": item["content"]})
+            path = os.path.normpath(spec["path"])
+            uid, gid = ids(spec["owner"], spec["group"], "folder.path %s" % path)
+            mode = octal(spec["mode"], path)
+            state = folder_state(path, uid, gid, mode)
+            files = [checked(item, path) for item in module.params["files"]]
+            no_twice(files)
+            changed = [item for item in files if differs(item)]
+            diffs = [{"before_header": item["dest"], "after_header": item["dest"], "before": before_text(item["dest"]),
+                      "after": item["content"]} for item in changed if module._diff and item["content"] is not None]
+            if not module.check_mode and (changed or state != "same"):
+                put_all((path, uid, gid, mode), state, changed)
         except (OSError, ValueError) as error:
-            module.fail_json(msg="The server's files: %s" % error)
-        result = {"changed": folder_changed or bool(changed_files), "changed_files": changed_files,
-                  "folder_changed": folder_changed}
+            module.fail_json(msg=failure(error, path))
+        result = {"changed": state != "same" or bool(changed), "changed_files": [item["dest"] for item in changed],
+                  "folder_changed": state != "same"}
         if diffs:
             result["diff"] = diffs
         module.exit_json(**result)
