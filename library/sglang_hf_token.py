@@ -156,7 +156,8 @@ def resolve(path, roots):
     if real != folder and not any(below(real, root) for root in roots):
         link = first_link(folder)
         raise Refused("sglang_hf_token_file (path=%s) goes through the symbolic link %s -> %s, outside the role's own "
-                      "folders (%s): give the real path, or pass its folder in owned_dirs"
+                      "folders (%s): give sglang_hf_token_file a path without that link (e.g. below sglang_home), "
+                      "or, calling the module yourself, list the link's target in owned_dirs"
                       % (path, link, os.path.realpath(link), ", ".join(roots)))
     return real, missing, folder
 
@@ -360,8 +361,8 @@ def main():
         except Refused as refusal:
             module.fail_json(msg="The Hub token file: %s. Nothing was changed." % refusal)
         except OSError as error:
-            module.fail_json(msg="The Hub token file: sglang_hf_token_file (path=%s): %s. Nothing was changed."
-                                 % (p["path"], str(write_failed(p["path"], error)).rstrip(".")))
+            failed = write_failed(p["path"], error, name="sglang_hf_token_file (path=%s)" % p["path"])
+            module.fail_json(msg="The Hub token file: %s. Nothing was changed." % str(failed).rstrip("."))
         module.exit_json(changed=changed, folders=created if changed else [])
 
 

@@ -164,13 +164,14 @@ _FIXES = {
 }
 
 
-def write_failed(path, error, doing="written"):
-    """WriteFailed for the OSError met while writing (or reading) path or its temporary file: says path, what
-    happened and the fix. str(OSError) would say '[Errno 28] ...' and name the temporary file, or no file at all."""
+def write_failed(path, error, doing="written", name=None):
+    """WriteFailed for the OSError met while writing (or reading) path or its temporary file: says path (or name,
+    e.g. 'the_variable (path=...)'), what happened and the fix. str(OSError) would say '[Errno 28] ...' and name the
+    temporary file, or no file at all."""
     what = getattr(error, "strerror", None) or str(error) or type(error).__name__
     fix = _FIXES.get(getattr(error, "errno", None), "correct the cause and run again")
     return WriteFailed("%s could not be %s (%s): %s"
-                       % (path, doing, what, fix % {"path": path, "folder": os.path.dirname(path) or "."}))
+                       % (name or path, doing, what, fix % {"path": path, "folder": os.path.dirname(path) or "."}))
 
 
 def _unlink_quietly(path):

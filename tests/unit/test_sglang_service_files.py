@@ -294,3 +294,20 @@ def test_a_file_over_4_mib_settles(tmp_path):
     bigger = run(tmp_path, diff=True, **files_args(tmp_path, unit="#" * (5 * 1024 * 1024) + "x\n"))
     assert bigger["changed_files"] == [str(tmp_path / "sglang.service")]
     assert bigger["diff"][0]["before"].endswith("holds %d bytes: too big to show)\n" % (5 * 1024 * 1024 + 1))
+
+
+@pytest.mark.parametrize("field, value, said", [
+    ("owner", "no-such-user-here", "the user no-such-user-here does not exist on the host (owner)"),
+    ("group", "no-such-group-here", "the group no-such-group-here does not exist on the host (group)"),
+    ("mode", "0999", "mode '0999' is not an octal number"),
+    ("mode", "77777", "mode '77777' is not a file mode"),
+])
+def test_a_bad_owner_group_or_mode_of_the_second_file_changes_no_file(tmp_path, field, value, said):
+    """N-S5-4: owner, group and mode were checked file by file, after the unit was already rewritten."""
+    root = tmp_path / "host"
+    before = v1_in_place(root)
+    args = three_files(root, unit="v2\n")
+    args["files"][1][field] = value
+    result = run(tmp_path, **args)
+    failed_without_change(root, result, before, str(root / "etc" / "sglang.env"))
+    assert said in result["msg"]
