@@ -12,19 +12,32 @@ import binascii
 import json
 import os
 import sys
+import traceback
 from collections.abc import Mapping
 from datetime import UTC, datetime
 
 from ansible.plugins.action import ActionBase
+from ansible.utils.display import Display
 
 # As the filters do: the report lives in lib/ beside this folder (plugins/lib in the collection).
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.realpath(__file__)), os.pardir, "lib"))
 
+from sglang_report.inputs import ReportInputError, check_args, read_json  # noqa: E402
 from sglang_report.report import calibration_source, write_run_report  # noqa: E402
 from sglang_report.summary import summary_lines  # noqa: E402
 
+display = Display()
 # The unit and a calibration fact are a few KiB; anything much larger is not one of ours.
 READ_LIMIT = 1 << 20
+# What the stat module says a path is, in words, for one that is not a regular file.
+FILE_KINDS = (("isdir", "a folder"), ("isfifo", "a FIFO"), ("ischr", "a character device"),
+              ("isblk", "a block device"), ("issock", "a socket"))
+# A failure while the report is built from facts that passed check_args: a value deeper inside them, in words.
+CAUSES = ((RecursionError, "a value in them is nested too deeply"),
+          (OverflowError, "a number in them is too large to use, or infinite"),
+          ((TypeError, AttributeError, KeyError, IndexError), "a value in them has another type or shape than the "
+                                                              "report reads"),
+          (ValueError, "a value in them cannot be read as the report expects"))
 
 
 def slurped(result):
@@ -39,12 +52,42 @@ def slurped(result):
     return data if len(data) <= READ_LIMIT else None
 
 
+def not_readable(info):
+    """Why a stat result's path is not read ('' when it is a regular file under READ_LIMIT; None when it is
+    missing or the stat failed, which the report shows as a file it lacks)."""
+    found = info.get("stat") if isinstance(info, dict) and not info.get("failed") else None
+    if not isinstance(found, dict) or not found.get("exists"):
+        return None
+    if not found.get("isreg"):
+        what = next((words for key, words in FILE_KINDS if found.get(key)), "not a regular file")
+        return "is %s, not a regular file" % what
+    if not isinstance(found.get("size"), int) or found["size"] > READ_LIMIT:
+        return "is larger than %d bytes, more than a unit or the stored calibrations can be" % READ_LIMIT
+    return ""
+
+
+def built_from_facts_failure(host, error):
+    """The sentence for a failure while the report is built: its cause in words, not Python's text."""
+    cause = next(words for kinds, words in CAUSES if isinstance(error, kinds))
+    return ("sglang_run_report: the report for %s could not be built from facts: %s. Give the facts "
+            "roles/sglang/tasks/report.yml sends (run with -vvv for where it failed)" % (host, cause))
+
+
 class ActionModule(ActionBase):
     TRANSFERS_FILES = False
     _requires_connection = True
 
-    def _read(self, path, task_vars):
-        """A file on the host as text, or '' when it cannot be read (the report says what it lacks)."""
+    def _read(self, path, what, task_vars, warnings):
+        """A regular file on the host as text, or '' when it is missing or cannot be read (the report says what it
+        lacks). Stat first: slurp opens the path, and a FIFO there would hold the run for ever."""
+        info = self._execute_module(module_name="ansible.legacy.stat", task_vars=task_vars, module_args={
+            "path": path, "follow": True, "get_checksum": False, "get_mime": False, "get_attributes": False})
+        problem = not_readable(info)
+        if problem:
+            warnings.append("%s %s %s: not read; the report shows the restored state without it" % (what, path,
+                                                                                                      problem))
+        if problem is None or problem:
+            return ""
         data = slurped(self._execute_module(module_name="ansible.legacy.slurp", module_args={"src": path},
                                             task_vars=task_vars))
         return (data or b"").decode("utf-8", "replace")
@@ -52,31 +95,44 @@ class ActionModule(ActionBase):
     def run(self, tmp=None, task_vars=None):
         task_vars = task_vars or {}
         super().run(tmp, task_vars)
-        args = dict(self._task.args)
+        args, warnings = dict(self._task.args), []
         try:
+            args = check_args(args)  # every argument's type and shape, before anything is read or written
             facts = dict(args["facts"], host=args["host"])
             restored = args.get("restored")
             facts["restored"], facts["calibration_entries"] = None, {}
             if isinstance(restored, Mapping):  # a rollback: the restored entry, its unit, the stored calibrations
-                facts["restored"] = dict(restored, unit=self._read(args["unit_path"], task_vars))
+                facts["restored"] = dict(restored, unit=self._read(args["unit_path"], "the restored unit",
+                                                                   task_vars, warnings))
+                text = self._read(args["calibration_path"], "the stored calibrations", task_vars, warnings)
                 try:
-                    stored = json.loads(self._read(args["calibration_path"], task_vars) or "{}")
-                except ValueError:
+                    stored = json.loads(text or "{}")
+                except (ValueError, RecursionError):
+                    warnings.append("the stored calibrations %s are not JSON the report can read: the report shows "
+                                    "the restored state without them" % args["calibration_path"])
                     stored = {}
                 entries = stored.get("entries") if isinstance(stored, dict) else None
                 facts["calibration_entries"] = entries if isinstance(entries, dict) else {}
             facts["calibration_source"] = calibration_source(
-                facts.get("sglang_kv_plan_result") if args.get("planned") else None,
+                facts.get("sglang_kv_plan_result") if args["planned"] else None,
                 facts.get("sglang_corrective_restarts"), facts.get("calibration_in_use"),
                 args.get("inventory_calibration"), args.get("calibration_fact"))
             now = datetime.now(UTC)
             out = write_run_report(facts, args["root"], now.strftime("%Y%m%dT%H%M%SZ"),
                                    now.isoformat(timespec="seconds"))
-            with open(os.path.join(out, "report.json"), encoding="utf-8") as handle:
-                report = json.load(handle)
-            return {"changed": False, "report": os.path.join(out, "report.html"), "summary": summary_lines(report)}
-        except (KeyError, TypeError, ValueError, AttributeError, OSError) as error:
-            return {"failed": True, "msg": "sglang_run_report: the report could not be written in %s: %s: %s"
-                                           % (args.get("root"), type(error).__name__, error)}
+            report = read_json(os.path.join(out, "report.json"))
+            result = {"changed": False, "report": os.path.join(out, "report.html"), "summary": summary_lines(report)}
+            if warnings:
+                result["warnings"] = warnings
+            return result
+        except ReportInputError as error:
+            return {"failed": True, "msg": "sglang_run_report: %s" % error}
+        except OSError as error:
+            return {"failed": True, "msg": "sglang_run_report: the report could not be written in %s: %s%s"
+                                           % (args.get("root"), error.strerror or error,
+                                              " (%s)" % error.filename if error.filename else "")}
+        except (RecursionError, OverflowError, TypeError, ValueError, AttributeError, KeyError, IndexError) as error:
+            display.vvv("sglang_run_report: %s" % traceback.format_exc())
+            return {"failed": True, "msg": built_from_facts_failure(args.get("host"), error)}
         finally:
             self._remove_tmp_path(self._connection._shell.tmpdir)

@@ -14,6 +14,12 @@ description:
   - After a rollback (O(restored)), reads the restored unit and the host's stored calibrations on the host, so that
     the report heads with the state that serves, not the inventory's plan.
   - An action plugin; nothing on the host changes.
+  - Every argument is checked first (lib/sglang_report/inputs.py); a wrong one fails the task with a sentence naming
+    it, what it is and the fix. It writes only under O(root) - O(host) must be one file name (no C(/), not C(..)),
+    and a link or a file where one of its folders goes is refused. O(root) is created when missing, its parent never
+    (as the check phase requires of C(sglang_report_dir)).
+  - A file read on the host that is not a regular file (a FIFO, a device) or is over 1 MiB is not read, with a
+    warning; the report then shows the restored state without it.
 version_added: "1.2.0"
 author: sglang-longctx maintainers (!UNKNOWN)
 options:
@@ -22,7 +28,7 @@ options:
     type: path
     required: true
   host:
-    description: The name the report is filed under (the host, or the server's name).
+    description: The name the report is filed under (the host, or the server's name) - one file name.
     type: str
     required: true
   facts:

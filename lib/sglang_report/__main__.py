@@ -5,6 +5,8 @@
 facts.host names the files (a server's name for a server across nodes); facts.title, when given, heads the
 picture instead (e.g. "ct400 (nodes ct400-a, ct400-b)").
 Prints the paths it wrote; `run` then prints the run's summary, one line each (summary.py), from the same report.
+A refusal (facts that are not a mapping, a host or stamp that is not a single file name, a root whose parent does not
+exist: inputs.py) is one sentence on stderr and exit status 2, never a traceback.
 """
 
 import argparse
@@ -13,8 +15,11 @@ import os
 import sys
 from datetime import UTC, datetime
 
+from .inputs import ReportInputError, check_facts, check_name, kind, write_file
 from .report import picture, write_run_report
 from .summary import summary_lines
+
+HOST_FIX = "give the inventory host's name (or the server's); it names the report's files"
 
 
 def main(argv=None):
@@ -26,9 +31,24 @@ def main(argv=None):
     plan = sub.add_parser("plan", help="write <out>/<host>.png")
     plan.add_argument("--out", required=True)
     args = parser.parse_args(argv)
-    facts = json.load(sys.stdin)
+    try:
+        facts = json.load(sys.stdin)
+    except (ValueError, RecursionError) as error:
+        parser.exit(2, "python -m sglang_report: the facts on stdin are not JSON (%s): give them as one JSON object\n"
+                    % ("nested too deeply" if isinstance(error, RecursionError) else "at line %s" %
+                       getattr(error, "lineno", "?")))
+    try:
+        return _command(args, facts)
+    except ReportInputError as error:
+        parser.exit(2, "python -m sglang_report: %s\n" % error)
+    except OSError as error:
+        parser.exit(2, "python -m sglang_report: cannot write %s: %s\n" % (error.filename, error.strerror))
+
+
+def _command(args, facts):
+    check_facts(facts)
     if not facts.get("host"):
-        parser.error("the facts on stdin need a 'host'")
+        raise ReportInputError("the facts on stdin need a 'host': %s" % HOST_FIX)
     now = datetime.now(UTC)
     if args.command == "run":
         out = write_run_report(facts, args.root, args.stamp or now.strftime("%Y%m%dT%H%M%SZ"),
@@ -40,12 +60,18 @@ def main(argv=None):
         for line in summary_lines(report):
             print(line)
         return 0
+    # <host>.png: the host and its suffix must make one file name (a 252-character host name did not: N-S5-12)
+    check_name("host", facts["host"], HOST_FIX, suffix=".png")
+    plan_facts = ("sglang_kv_spec", "sglang_kv_plan_result")
+    if not all(isinstance(facts.get(name), dict) and facts[name] for name in plan_facts):
+        raise ReportInputError("the facts on stdin need sglang_kv_spec and sglang_kv_plan_result as non-empty "
+                               "mappings (they are %s and %s): give the plan to draw"
+                               % (kind(facts.get("sglang_kv_spec")), kind(facts.get("sglang_kv_plan_result"))))
     title = "%s: %s" % (facts.get("title") or facts["host"], facts["sglang_kv_plan_result"].get("explanation", ""))
     png, data, _key = picture(facts, title)
     os.makedirs(args.out, exist_ok=True)
     path = os.path.join(os.path.abspath(args.out), facts["host"] + ".png")
-    with open(path, "wb") as handle:
-        handle.write(png)
+    write_file(path, png)
     # Each boot measured on this host against the planner's forward formula, with calibrate.yml's
     # tolerance (0.1% or 2 tokens): a calibration that no longer predicts the boots shows here.
     # An estimate is not expected to agree (that is what its margin is for): then only the numbers show.

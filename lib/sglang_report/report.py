@@ -9,10 +9,12 @@ import glob
 import hashlib
 import html
 import json
+import math
 import os
 import re
 
 from . import clock
+from .inputs import check_name, folder_in, read_json, read_regular, report_root, write_file
 from .picture import curves, draw
 
 REPORT_VERSION = 1
@@ -27,10 +29,13 @@ def _get(mapping, *keys):
 
 
 def _number(value):
+    """value as an int or a float, or None when it is not a finite number (inf, nan and 1e999 are not measurements;
+    int() of them raises OverflowError or ValueError)."""
     try:
-        return float(value) if "." in str(value) else int(value)
-    except (TypeError, ValueError):
+        number = float(value) if "." in str(value) or isinstance(value, float) else int(value)
+    except (TypeError, ValueError, OverflowError):
         return None
+    return number if math.isfinite(number) else None
 
 
 def measured_boots(facts):
@@ -64,11 +69,10 @@ def previous_report(host_dir, exclude=None):
     paths = sorted(glob.glob(os.path.join(host_dir, "*", "report.json")))
     paths = [p for p in paths if exclude is None or os.path.dirname(os.path.abspath(p)) != os.path.abspath(exclude)]
     for path in reversed(paths):
-        try:
-            with open(path, encoding="utf-8") as handle:
-                return path, json.load(handle)
-        except (OSError, ValueError):
-            continue
+        # read only a regular file (a FIFO put there is not waited on), and a JSON object
+        found = read_json(path)
+        if isinstance(found, dict):
+            return path, found
     return None, None
 
 
@@ -253,11 +257,10 @@ def picture(facts, title, previous_path=None, previous=None):
     data = curves(spec, plan, measured_boots(facts))
     key = hashlib.sha256(json.dumps([data, title], sort_keys=True, default=str).encode("utf-8")).hexdigest()
     if previous_path and ((previous or {}).get("picture") or {}).get("key") == key:
-        try:
-            with open(os.path.join(os.path.dirname(previous_path), PICTURE), "rb") as handle:
-                return handle.read(), data, key
-        except OSError:
-            pass  # drawn again below
+        png = read_regular(os.path.join(os.path.dirname(previous_path), PICTURE))
+        if png:
+            return png, data, key
+        # else drawn again below
     png, _fig = draw(data, title)
     return png, data, key
 
@@ -409,7 +412,7 @@ def calibration_source(plan, corrective_restarts, in_use, inventory, fact):
         return "not recorded (no plan this run)"
     if not plan.get("calibrated"):
         return "estimated from the GPU and the checkpoint"
-    if int(corrective_restarts or 0) > 0:
+    if (_number(corrective_restarts) or 0) > 0:
         return "this run's first boot (the estimate fell short: re-planned, restarted once)"
     if (in_use if in_use else inventory) == inventory:
         return "inventory: sglang_calibration in host_vars"
@@ -417,8 +420,13 @@ def calibration_source(plan, corrective_restarts, in_use, inventory, fact):
 
 
 def write_run_report(facts, root, stamp, generated_at):
-    """reports/<host>/<stamp>/report.json + report.html (+ picture.png, the picture it embeds); returns the folder."""
-    host_dir = os.path.join(root, facts.get("host") or "unknown-host")
+    """reports/<host>/<stamp>/report.json + report.html (+ picture.png, the picture it embeds); returns the folder.
+    Writes under root only (inputs.py): the host and the stamp are single names, root is created only when its
+    parent exists, and a link or a file where a folder goes is refused (ReportInputError)."""
+    host = facts.get("host") or "unknown-host"
+    check_name("host", host, "give the inventory host's name (or the server's); it names the report's folder")
+    check_name("stamp", stamp, "give a timestamp such as 20260101T000000Z")
+    host_dir = folder_in(report_root(root), host)
     out = os.path.join(host_dir, stamp)
     previous_path, previous = previous_report(host_dir, exclude=out)
     report = build_report(facts, generated_at, previous, previous_path)
@@ -427,13 +435,11 @@ def write_run_report(facts, root, stamp, generated_at):
     if data:
         report["picture"] = {"ceiling": data["ceiling"], "measured": data["measured"], "key": key,
                              "tradeoff": {k: v for k, v in data["tradeoff"].items() if not isinstance(v, list)}}
-    os.makedirs(out, exist_ok=True)
+    folder_in(host_dir, stamp)
+    html_text = render_html(report, png)
     if png:
-        with open(os.path.join(out, PICTURE), "wb") as handle:
-            handle.write(png)
-    with open(os.path.join(out, "report.json"), "w", encoding="utf-8") as handle:
-        json.dump(report, handle, indent=2, sort_keys=True, default=str)
-        handle.write("\n")
-    with open(os.path.join(out, "report.html"), "w", encoding="utf-8") as handle:
-        handle.write(render_html(report, png))
+        write_file(os.path.join(out, PICTURE), png)
+    write_file(os.path.join(out, "report.json"),
+               (json.dumps(report, indent=2, sort_keys=True, default=str) + "\n").encode("utf-8"))
+    write_file(os.path.join(out, "report.html"), html_text.encode("utf-8"))
     return out

@@ -1,10 +1,13 @@
 """action_plugins/sglang_run_report.py's read of a file on the host after a rollback (the restored unit, the stored
 calibrations): slurp's base64 decoded, and nothing from a read that failed, is not base64 or is larger than a unit or
-a calibration fact can be."""
+a calibration fact can be. And the action through Ansible against arguments and files the role never sends."""
 
 import base64
 import importlib.util
+import json
 import os
+import subprocess
+import sys
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SPEC = importlib.util.spec_from_file_location("sglang_run_report_action",
@@ -24,3 +27,79 @@ def test_a_failed_or_malformed_or_huge_read_is_nothing():
     assert action.slurped({"content": ""}) is None and action.slurped(None) is None
     huge = base64.b64encode(b"x" * (action.READ_LIMIT + 1)).decode()
     assert action.slurped({"content": huge}) is None
+
+
+# -- the action through Ansible, against arguments and files the role never sends (issue 36 item 5, probe 5 N-S5-10,
+# N-S5-13): refusals are sentences naming the argument, nothing is written outside the root, a FIFO where the
+# restored unit is expected is not waited on, and a stored calibration nested past Python's stack is not a failure.
+PLAYBOOK_BIN = os.path.join(os.path.dirname(sys.executable), "ansible-playbook")
+CASES = {
+    "facts_list": {"root": "{{ root }}", "host": "ct200", "facts": [1, 2]},
+    "facts_missing": {"root": "{{ root }}", "host": "ct200"},
+    "smoke_string": {"root": "{{ root }}", "host": "ct200", "facts": {"sglang_smoke": "passed"}},
+    "host_escapes": {"root": "{{ root }}", "host": "../../escape-ra", "facts": {}},
+    "host_absolute": {"root": "{{ root }}", "host": "{{ outside }}/abs-ra", "facts": {}},
+    "root_parent_missing": {"root": "{{ outside }}/missing/reports", "host": "ct200", "facts": {}},
+    "infinite": {"root": "{{ root }}", "host": "ct200", "facts": "{{ infinite_facts }}"},
+    "fifo_unit_deep_calibration": {"root": "{{ root }}", "host": "ct200", "facts": {},
+                                   "restored": {"name": "entry-1", "calibrated": True},
+                                   "unit_path": "{{ outside }}/unit.fifo",
+                                   "calibration_path": "{{ outside }}/deep.fact"},
+}
+
+
+def test_the_action_refuses_by_name_writes_only_under_its_root_and_never_waits_on_a_fifo(tmp_path):
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    os.mkfifo(outside / "unit.fifo")
+    (outside / "deep.fact").write_text("[" * 100000 + "]" * 100000)
+    root = tmp_path / "work" / "reports"
+    root.parent.mkdir()
+    tasks = "".join(
+        "    - name: %s\n      sglang_run_report: %s\n      register: r_%s\n      ignore_errors: true\n"
+        % (name, json.dumps(args), name) for name, args in CASES.items())
+    results = tmp_path / "results.json"
+    (tmp_path / "play.yml").write_text(
+        "- hosts: localhost\n  gather_facts: false\n  tasks:\n" + tasks +
+        "    - ansible.builtin.copy:\n        dest: %s\n        content: \"{{ {%s} | to_json }}\"\n"
+        % (results, ", ".join("'%s': r_%s" % (name, name) for name in CASES)))
+    # JSON's Infinity, as Python writes it: a number the report cannot make an int of (OverflowError before)
+    (tmp_path / "vars.json").write_text(json.dumps({
+        "root": str(root), "outside": str(outside), "ansible_python_interpreter": sys.executable,
+        "infinite_facts": {"sglang_corrective_restarts": float("inf"),
+                           "sglang_measured_boots": [{"mem_fraction_static": 0.9, "pool_tokens": float("inf")}]}}))
+    env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(REPO, "ansible.cfg"), ANSIBLE_NOCOLOR="1")
+    run = subprocess.run([PLAYBOOK_BIN, "-i", "localhost,", "-c", "local", str(tmp_path / "play.yml"),
+                          "-e", "@%s" % (tmp_path / "vars.json")],
+                         cwd=REPO, env=env, capture_output=True, text=True, timeout=240)
+    assert run.returncode == 0, run.stdout + run.stderr
+    got = json.loads(results.read_text())
+    refused = {name: got[name].get("msg", "") for name in got if got[name].get("failed")}
+    assert refused == {
+        "facts_list": "sglang_run_report: facts is a list of 2 items, not a mapping: give the run's facts as a "
+                      "mapping of fact names to values (roles/sglang/tasks/report.yml sends it)",
+        "facts_missing": "sglang_run_report: facts is missing: it is required (roles/sglang/tasks/report.yml sends it)",
+        "smoke_string": "sglang_run_report: facts.sglang_smoke is a string of 6 characters, not a mapping: give the "
+                        "module's or the fact's result as it was registered, {} or null (roles/sglang/tasks/report.yml "
+                        "sends it)",
+        "host_escapes": "sglang_run_report: host '../../escape-ra' holds a '/', which would make it a path (a report "
+                        "outside its folder), not a name: give the inventory host's name (or the server's); it names "
+                        "the report's folder",
+        "host_absolute": refused["host_absolute"],
+        "root_parent_missing": "sglang_run_report: root %s/missing/reports is in %s/missing, which does not exist: the "
+                               "report creates its folder, not the folders above it. Create %s/missing first, or fix "
+                               "the path (sglang_report_dir)" % (outside, outside, outside),
+    }, refused
+    assert refused["host_absolute"].startswith("sglang_run_report: host '%s/abs-ra' holds a '/'" % outside)
+    # only the two reports written, both under the root; nothing beside the FIFO and the file outside it
+    assert sorted(os.listdir(outside)) == ["deep.fact", "unit.fifo"]
+    assert sorted(os.listdir(tmp_path / "work")) == ["reports"] and os.listdir(root) == ["ct200"]
+    assert len(os.listdir(root / "ct200")) in (1, 2)  # two reports in the same second share one folder
+    fifo = got["fifo_unit_deep_calibration"]
+    assert fifo["report"].startswith(str(root / "ct200")) and fifo["summary"], fifo
+    assert fifo["warnings"] == [
+        "the restored unit %s/unit.fifo is a FIFO, not a regular file: not read; the report shows the restored "
+        "state without it" % outside,
+        "the stored calibrations %s/deep.fact are not JSON the report can read: the report shows the restored state "
+        "without them" % outside]
+    assert got["infinite"]["report"].startswith(str(root / "ct200")), got["infinite"]
