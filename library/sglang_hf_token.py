@@ -74,7 +74,8 @@ folders:
   elements: str
 """
 
-import grp  # noqa: E402 - ansible-test wants the imports after the documentation
+import errno  # noqa: E402 - ansible-test wants the imports after the documentation
+import grp  # noqa: E402
 import os  # noqa: E402
 import pwd  # noqa: E402
 import secrets  # noqa: E402
@@ -189,15 +190,23 @@ def user_name(uid):
         return "uid %d" % uid
 
 
-def open_real(folder):
+def open_real(folder, path):
     """A handle on folder, opened name by name from / without following a link: folder was resolved a moment ago,
-    so a link on the way now means it was changed since (ELOOP/ENOTDIR, refused by the caller)."""
+    so a link (or a file) on the way now means it was changed since, which is refused rather than followed."""
     fd = os.open("/", DIR_FLAGS)
+    walked = ""
     try:
         for name in [part for part in folder.split("/") if part]:
+            walked += "/" + name
             child = os.open(name, DIR_FLAGS, dir_fd=fd)
             os.close(fd)
             fd = child
+    except OSError as error:
+        os.close(fd)
+        if error.errno not in (errno.ELOOP, errno.ENOTDIR, errno.ENOENT):
+            raise
+        raise Refused("sglang_hf_token_file (path=%s): %s changed while the module ran (it is no longer the folder "
+                      "it was a moment ago): find out what changes it, and run again" % (path, walked)) from None
     except BaseException:
         os.close(fd)
         raise
@@ -315,7 +324,7 @@ def put_token(p, user, group, check_mode):
     folder_owner_ok(path, real, user.pw_uid)
     created_text = [os.path.join(text, *missing[:count]) for count in range(1, len(missing) + 1)]
     content = (p["token"] + "\n").encode("utf-8")
-    handles = [open_real(real)]
+    handles = [open_real(real, path)]
     try:
         if missing and check_mode:
             return True, created_text

@@ -229,3 +229,26 @@ def test_a_full_disk_leaves_no_folder_and_no_temporary_file(tmp_path):
     assert result["failed"] and "(path=%s)" % (root / "var/lib/sglang/.cache/huggingface/token") in result["msg"]
     assert "No space left on device" in result["msg"] and "[Errno" not in result["msg"]
     assert tree(root) == before
+
+
+def test_a_folder_swapped_for_a_link_after_the_check_is_not_followed(tmp_path, monkeypatch):
+    """The folder is resolved once and then opened name by name without following links: a folder replaced by a
+    link to elsewhere between the check and the write (the service user owns it and could) gets nothing written."""
+    import sglang_hf_token as token_module
+
+    root = host(tmp_path)
+    hf = root / "var/lib/sglang/hf"
+    hf.mkdir()
+    checked = token_module.resolve
+
+    def resolve_then_swap(path, roots):
+        found = checked(path, roots)
+        hf.rmdir()
+        hf.symlink_to(root / "etc" / "ssl")
+        return found
+
+    monkeypatch.setattr(token_module, "resolve", resolve_then_swap)
+    params = dict(token_args(root, hf / "token"), owned_dirs=[])
+    with pytest.raises(token_module.Refused, match="%s changed while the module ran" % hf):
+        token_module.put_token(params, pwd.getpwnam(SERVICE), pwd.getpwnam(SERVICE).pw_gid, False)
+    assert os.listdir(root / "etc" / "ssl") == []
