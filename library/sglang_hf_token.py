@@ -323,7 +323,10 @@ def put_token(p, user, group, check_mode):
     creatable(path, real, missing, roots, roots[1])
     folder_owner_ok(path, real, user.pw_uid)
     created_text = [os.path.join(text, *missing[:count]) for count in range(1, len(missing) + 1)]
-    content = (p["token"] + "\n").encode("utf-8")
+    try:
+        content = (p["token"] + "\n").encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate from the arguments' JSON; the value is a secret, never shown
+        raise Refused("sglang_hf_token (token) is not valid text (UTF-8): give the token as the Hub shows it") from None
     handles = [open_real(real, path)]
     try:
         if missing and check_mode:

@@ -169,7 +169,10 @@ def checked(item, folder):
         raise ValueError("files[].dest %s is not an absolute path: give the file's full path" % dest)
     if dest == folder:
         raise ValueError("files[].dest %s is folder.path itself: give a file's path inside it" % dest)
-    data = (item["content"] if item.get("secret_content") is None else item["secret_content"]).encode("utf-8")
+    try:
+        data = (item["content"] if item.get("secret_content") is None else item["secret_content"]).encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate from the arguments' JSON: not text any file can hold
+        raise ValueError("%s: its content is not valid text (UTF-8): render it from a UTF-8 template" % dest) from None
     owner = ids(item["owner"], item["group"], dest)
     mode = octal(item["mode"], dest)
     if os.path.isdir(dest) and not os.path.islink(dest):

@@ -252,3 +252,10 @@ def test_a_folder_swapped_for_a_link_after_the_check_is_not_followed(tmp_path, m
     with pytest.raises(token_module.Refused, match="%s changed while the module ran" % hf):
         token_module.put_token(params, pwd.getpwnam(SERVICE), pwd.getpwnam(SERVICE).pw_gid, False)
     assert os.listdir(root / "etc" / "ssl") == []
+
+
+def test_a_token_that_is_not_text_is_refused_without_showing_it(tmp_path):
+    root = host(tmp_path)
+    result = run(tmp_path, **dict(token_args(root, root / "var/lib/sglang/.cache/token"), token=TOKEN + "\ud800"))
+    assert result["failed"] and "sglang_hf_token (token) is not valid text (UTF-8)" in result["msg"]
+    assert not (root / "var/lib/sglang/.cache").exists()

@@ -311,3 +311,11 @@ def test_a_bad_owner_group_or_mode_of_the_second_file_changes_no_file(tmp_path, 
     result = run(tmp_path, **args)
     failed_without_change(root, result, before, str(root / "etc" / "sglang.env"))
     assert said in result["msg"]
+
+
+def test_content_that_is_not_text_is_refused_by_its_file(tmp_path):
+    """A lone surrogate (valid in the arguments' JSON, not in UTF-8) was a bare UnicodeEncodeError, file unnamed."""
+    result = run(tmp_path, **files_args(tmp_path, unit="ExecStart=\ud800\n"))
+    assert result["failed"] and "%s: its content is not valid text (UTF-8)" % (tmp_path / "sglang.service") \
+        in result["msg"]
+    assert not (tmp_path / "etc").exists()
