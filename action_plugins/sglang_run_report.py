@@ -84,8 +84,8 @@ class ActionModule(ActionBase):
             "path": path, "follow": True, "get_checksum": False, "get_mime": False, "get_attributes": False})
         problem = not_readable(info)
         if problem:
-            warnings.append("%s %s %s: not read; the report shows the restored state without it" % (what, path,
-                                                                                                      problem))
+            warnings.append("%s %s %s: not read; the report shows the restored state without it"
+                            % (what, path, problem))
         if problem is None or problem:
             return ""
         data = slurped(self._execute_module(module_name="ansible.legacy.slurp", module_args={"src": path},

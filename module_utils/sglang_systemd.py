@@ -106,11 +106,12 @@ def run_bounded(argv, timeout=SYSTEMCTL_TIMEOUT, limit=OUTPUT_LIMIT):
     return rc, b"".join(chunks[out_fd]).decode("utf-8", "replace"), b"".join(chunks[err_fd]).decode("utf-8", "replace")
 
 
-def run(module, args, timeout=SYSTEMCTL_TIMEOUT, limit=OUTPUT_LIMIT):
-    """(rc, stdout, stderr) of `systemctl <args>` (found on the module's PATH); the module fails with a sentence when
-    systemctl does not answer in time or answers too much."""
+def run(module, args, timeout=SYSTEMCTL_TIMEOUT, limit=OUTPUT_LIMIT, program="systemctl"):
+    """(rc, stdout, stderr) of `<program> <args>` (systemctl, or journalctl, found on the module's PATH); the module
+    fails with a sentence when it does not answer in time or answers too much. Every module's systemctl and
+    journalctl call is meant to go through here (module.run_command has no timeout)."""
     try:
-        return run_bounded([module.get_bin_path("systemctl", required=True)] + list(args), timeout, limit)
+        return run_bounded([module.get_bin_path(program, required=True)] + list(args), timeout, limit)
     except SystemdError as error:
         module.fail_json(msg=str(error))
 
