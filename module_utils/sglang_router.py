@@ -6,6 +6,8 @@ show URLs without their credentials (sglang_http.without_credentials) and a bad 
 from __future__ import annotations
 
 import json
+import os
+import stat
 from http.client import HTTPException
 from urllib.error import HTTPError, URLError
 from urllib.parse import quote, urlsplit
@@ -24,6 +26,8 @@ from ansible.module_utils.sglang_http import (
 # sglang-router 0.3.2 lists a worker as a flat object with one level of metadata; anything nested far deeper is not
 # its answer (and would only make every later walk of the result recurse without end).
 MAX_ENTRY_DEPTH = 16
+# A key file holds one key, a few hundred bytes at most.
+KEY_FILE_LIMIT = 64 << 10
 
 
 class RouterError(Exception):
@@ -59,7 +63,10 @@ def hide_url_credentials(params, secret):
     then masks them wherever they would appear, the task's own arguments (its invocation) included."""
     for name in ("router_url", "worker_url"):
         found = url_credentials(params.get(name) or "")
-        if found and secret is not None:
+        # A user name given alone is masked only when it is long enough to be a token (https://TOKEN@host):
+        # masking a short one (admin) would blank that word out of every line of the task's output. The messages
+        # and results show no user information at all either way (RouterError, without_credentials).
+        if found and secret is not None and (found != urlsplit(params[name]).username or len(found) >= 8):
             secret(found)
 
 
@@ -87,16 +94,33 @@ def _depth(value):
 
 
 def read_key(value, path, name):
-    """The key given inline or in a file on the host ('' when neither)."""
+    """The key given inline or in a regular file on the host ('' when neither). The file is opened without blocking
+    and refused unless it is a regular file of at most KEY_FILE_LIMIT bytes: a FIFO there would hold the task for
+    ever, a device would be read without end."""
     if value and path:
         raise RouterError("give %s or %s_file, not both" % (name, name))
     if not path:
         return value or ""
     try:
-        with open(path, encoding="utf-8") as handle:
-            return handle.read().strip()
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     except OSError as error:
         raise RouterError("cannot read %s_file %s: %s" % (name, path, error.strerror)) from None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise RouterError("%s_file %s is not a regular file (a folder, a FIFO or a device): give the file that "
+                              "holds the key" % (name, path))
+        if info.st_size > KEY_FILE_LIMIT:
+            raise RouterError("%s_file %s holds %d bytes, more than any key (%d at most): give the file that holds "
+                              "the key alone" % (name, path, info.st_size, KEY_FILE_LIMIT))
+        with os.fdopen(os.dup(fd), "rb") as handle:
+            data = handle.read(KEY_FILE_LIMIT + 1)
+    except OSError as error:
+        raise RouterError("cannot read %s_file %s: %s" % (name, path, error.strerror)) from None
+    finally:
+        os.close(fd)
+    try:
+        return data.decode("utf-8").strip()
     except UnicodeDecodeError:
         raise RouterError("%s_file %s is not UTF-8 text: write the key in it as text" % (name, path)) from None
 

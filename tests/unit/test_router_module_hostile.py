@@ -178,3 +178,22 @@ def test_a_router_answer_nested_without_end_is_refused(tmp_path, peer):
     rc, out = run(tmp_path, "sglang_router_workers_info", router_url=peer(listing=[deep]))
     result = json.loads(out)
     assert rc == 1 and "nested more than 16 levels deep: not the admin API" in result["msg"], result
+
+
+def test_a_key_file_that_is_a_fifo_a_device_or_a_folder_is_refused_without_waiting(tmp_path, peer):
+    os.mkfifo(tmp_path / "fifo")
+    for path, why in ((tmp_path / "fifo", "is not a regular file"), ("/dev/zero", "is not a regular file"),
+                      (tmp_path, "is not a regular file")):
+        rc, out = run(tmp_path, "sglang_router_workers_info", router_url=peer(listing=[]), admin_api_key_file=str(path))
+        result = json.loads(out)
+        assert rc == 1 and why in result["msg"] and "give the file that holds the key" in result["msg"], result
+    (tmp_path / "big").write_bytes(b"k" * (65 * 1024))
+    rc, out = run(tmp_path, "sglang_router_workers_info", router_url=peer(listing=[]),
+                  admin_api_key_file=str(tmp_path / "big"))
+    assert rc == 1 and "more than any key" in json.loads(out)["msg"]
+
+
+def test_a_token_given_as_the_urls_user_is_masked_in_the_invocation_too(tmp_path):
+    token = "tok-0123456789abcdef"  # noqa: S105 - a test value
+    rc, out = run(tmp_path, "sglang_router_workers_info", router_url="http://%s@127.0.0.1:1" % token)
+    assert rc == 1 and "http://***@127.0.0.1:1" in json.loads(out)["msg"] and token not in out
