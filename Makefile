@@ -110,3 +110,11 @@ clean:
 .PHONY: real-resolver
 real-resolver: venv
 	SGLANG_REAL=1 pytest -q tests/contract/real
+
+# The REAL SGLang 0.5.23 server booted on this CPU under the role's launcher, with the --config key and the planned
+# pin, its endpoints and the proof module recorded into tests/fixtures/sglang_real/server-<version>/ (serve_real.py;
+# 4-12 min to ready on 2 cores); test_stored_real_server.py holds the journal reader, the proof and the double to it.
+.PHONY: real-server
+real-server: venv
+	tests/contract/real/setup_real.sh 0.5.23
+	PYTHONPATH=tests/module_utils_path $(BIN)/python tests/contract/real/serve_real.py 0.5.23

@@ -1,0 +1,181 @@
+"""Boot the REAL SGLang server on this CPU the way the role's unit starts it, and record what it says (issue 34).
+
+The runtime is the real release installed by setup_real.sh; the program is the role's own launcher
+(library/sglang_runtime.py launcher_text, written beside the release's python as the role writes it into every
+runtime), the API key in a --config file as roles/sglang/templates/sglang.yaml.j2 renders it, the pool pinned as the
+planner pins. SGLANG_USE_CPU_ENGINE=1 and the stub libcuda.so.1 are what let a CUDA build of SGLang run on a CPU
+(shared/reference/sglang-real-run.md, boots 3 and 4). The model is a 2-layer random Llama with a tokenizer trained
+here (make_tiny.py): random weights answer no needle, which is the one proof check this cannot make.
+
+What it records under tests/fixtures/sglang_real/server-<version>/: the boot's journal lines (boot.log, the key
+redacted by the launcher), the answers of /health, /server_info (with and without the key), /v1/models,
+/generate (plain and streamed), /metrics, and the project's proof module (library/sglang_smoke_test.py, level full)
+run against it. test_stored_real_server.py holds the journal parser and the double to these on every make unit.
+
+    python tests/contract/real/serve_real.py 0.5.23     (after setup_real.sh 0.5.23; ~4-12 min on 2 cores)
+"""
+
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.abspath(os.path.join(HERE, "..", "..", ".."))
+BASE = os.environ.get("SGLANG_REAL_DIR", os.path.join(REPO, ".cache", "sglang-real"))
+sys.path.insert(0, os.path.join(REPO, "tests", "module_utils_path"))
+sys.path.insert(0, os.path.join(REPO, "library"))
+
+KEY = "sk-real-server-test-key"
+CONTEXT = 2048
+POOL = 2052  # the planner's pin for a 2,048 context: one request at full length and SGLang's 4-token margin
+PORT = int(os.environ.get("SGLANG_REAL_PORT", "31923"))
+READY_S = int(os.environ.get("SGLANG_REAL_READY_S", "1500"))
+
+
+def _http(path, key=None, body=None, timeout=120):
+    request = urllib.request.Request("http://127.0.0.1:%d%s" % (PORT, path),
+                                     data=json.dumps(body).encode() if body is not None else None,
+                                     headers=dict({"Content-Type": "application/json"},
+                                                  **({"Authorization": "Bearer " + key} if key else {})))
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as answer:
+            return answer.status, answer.read().decode("utf-8", "replace")
+    except urllib.error.HTTPError as error:
+        return error.code, error.read().decode("utf-8", "replace")
+
+
+def _json_or_text(text):
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
+
+
+def prepare(version, work):
+    """The model, the runtime's launcher and the --config file, under `work`."""
+    python = os.path.join(BASE, version, "bin", "python")
+    model = os.path.join(work, "tiny-llama")
+    if not os.path.exists(os.path.join(model, "model.safetensors")):
+        subprocess.run([python, os.path.join(HERE, "make_tiny.py"), model], check=True, stdout=subprocess.DEVNULL,
+                       stderr=subprocess.DEVNULL)
+    import sglang_runtime  # the role's module: its launcher text, for this release's venv
+
+    launcher = os.path.join(work, "sglang-serve")
+    with open(launcher, "w", encoding="utf-8") as handle:
+        handle.write(sglang_runtime.launcher_text(os.path.join(BASE, version)))
+    os.chmod(launcher, 0o755)
+    config = os.path.join(work, "sglang.yaml")
+    with open(config, "w", encoding="utf-8") as handle:
+        handle.write("api-key: %s\n" % json.dumps(KEY))  # as sglang.yaml.j2 renders it (to_json)
+    os.chmod(config, 0o600)
+    return launcher, config, model
+
+
+def boot(version, work):
+    launcher, config, model = prepare(version, work)
+    argv = [launcher, "--model-path", model, "--device", "cpu", "--host", "127.0.0.1", "--port", str(PORT),
+            "--config", config, "--context-length", str(CONTEXT), "--max-total-tokens", str(POOL),
+            "--max-running-requests", "4", "--enable-metrics", "--log-level", "info"]
+    env = dict(os.environ, SGLANG_USE_CPU_ENGINE="1", PYTHONUNBUFFERED="1",
+               LD_LIBRARY_PATH=os.path.join(BASE, "stubcuda") + ":" + os.environ.get("LD_LIBRARY_PATH", ""))
+    log = open(os.path.join(work, "boot.log"), "wb")  # noqa: SIM115 - held open while the server runs
+    began = time.monotonic()
+    server = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+    while time.monotonic() - began < READY_S:
+        if server.poll() is not None:
+            raise SystemExit("the real server exited (%s) before it was ready: %s" % (server.returncode,
+                                                                                       os.path.join(work, "boot.log")))
+        try:
+            if _http("/health", timeout=5)[0] == 200 and b"fired up" in open(log.name, "rb").read():
+                return server, round(time.monotonic() - began, 1)
+        except OSError:
+            pass
+        time.sleep(3)
+    stop(server)
+    raise SystemExit("the real server was not ready in %d s: %s" % (READY_S, os.path.join(work, "boot.log")))
+
+
+def stop(server):
+    try:
+        os.killpg(server.pid, signal.SIGTERM)
+        server.wait(timeout=60)
+    except (ProcessLookupError, subprocess.TimeoutExpired):
+        os.killpg(server.pid, signal.SIGKILL)
+
+
+def probe():
+    """Each endpoint the role, the proof or an operator reads, as the real server answers it."""
+    out = {}
+    for name, path, key, body in (
+            ("health", "/health", None, None),
+            ("server_info_no_key", "/server_info", None, None),
+            ("server_info", "/server_info", KEY, None),
+            ("models", "/v1/models", KEY, None),
+            ("generate", "/generate", KEY, {"text": "the quick brown fox", "sampling_params":
+                                            {"max_new_tokens": 8, "temperature": 0}}),
+            ("too_long", "/generate", KEY, {"text": "one two " * 2000, "sampling_params": {"max_new_tokens": 1}}),
+            ("metrics", "/metrics", None, None)):
+        status, text = _http(path, key, body)
+        out[name] = {"status": status, "body": _json_or_text(text) if name != "metrics" else text}
+    return out
+
+
+def smoke(version):
+    """The proof module, full level, against the real server (random weights: expect '.', no needle)."""
+    args = {"ANSIBLE_MODULE_ARGS": {
+        "url": "http://127.0.0.1:%d" % PORT, "api_key": KEY, "level": "full", "context_target": CONTEXT,
+        "concurrent_requests": 0, "expect": ".", "question": "fox", "timeout": 600}}
+    path = os.path.join(BASE, "smoke-args.json")
+    with open(path, "w", encoding="utf-8") as handle:
+        json.dump(args, handle)
+    env = dict(os.environ, PYTHONPATH=os.path.join(REPO, "tests", "module_utils_path"))
+    run = subprocess.run([sys.executable, os.path.join(REPO, "library", "sglang_smoke_test.py"), path],
+                         capture_output=True, text=True, env=env, timeout=900)
+    os.unlink(path)
+    try:
+        return json.loads(run.stdout)
+    except ValueError:
+        return {"failed": True, "msg": "not JSON: %s %s" % (run.stdout[-2000:], run.stderr[-2000:])}
+
+
+def record(version):
+    work = os.path.join(BASE, "server-%s" % version)
+    os.makedirs(work, exist_ok=True)
+    server, ready_s = boot(version, work)
+    try:
+        answers = probe()
+        proof = smoke(version)
+    finally:
+        stop(server)
+    out = os.path.join(REPO, "tests", "fixtures", "sglang_real", "server-%s" % version)
+    os.makedirs(out, exist_ok=True)
+    with open(os.path.join(work, "boot.log"), encoding="utf-8", errors="replace") as handle:
+        text = handle.read()
+    if KEY in text:
+        raise SystemExit("the API key reached the real server's log: the launcher's redaction failed")
+    # the log as the journal holds it, without the machine's paths and the progress bars' repaints
+    text = text.replace(work, "@WORK@").replace(BASE, "@BASE@")
+    with open(os.path.join(out, "boot.log"), "w", encoding="utf-8") as handle:
+        handle.write(text)
+    for answer in answers.values():  # the key is in /server_info's launch_command and api_key (upstream, D7)
+        answer["body"] = json.loads(json.dumps(answer["body"]).replace(KEY, "@KEY@").replace(work, "@WORK@")
+                                    .replace(BASE, "@BASE@"))
+    with open(os.path.join(out, "answers.json"), "w", encoding="utf-8") as handle:
+        json.dump({"release": "sglang==" + version, "ready_s": ready_s, "context": CONTEXT, "pool": POOL,
+                   "answers": answers, "proof": proof}, handle, indent=1, sort_keys=True)
+        handle.write("\n")
+    print("sglang %s: ready in %s s; proof failed=%s; recorded in %s" % (version, ready_s, proof.get("failed"), out))
+    return proof
+
+
+if __name__ == "__main__":
+    shutil.which("gcc")
+    result = record(sys.argv[1] if len(sys.argv) > 1 else "0.5.23")
+    sys.exit(1 if result.get("failed") else 0)
