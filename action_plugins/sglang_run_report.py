@@ -131,7 +131,7 @@ class ActionModule(ActionBase):
             return {"failed": True, "msg": "sglang_run_report: the report could not be written in %s: %s%s"
                                            % (args.get("root"), error.strerror or error,
                                               " (%s)" % error.filename if error.filename else "")}
-        except (RecursionError, OverflowError, TypeError, ValueError, AttributeError, KeyError, IndexError) as error:
+        except (KeyError, TypeError, ValueError, AttributeError, IndexError, RecursionError, OverflowError) as error:
             display.vvv("sglang_run_report: %s" % traceback.format_exc())
             return {"failed": True, "msg": built_from_facts_failure(args.get("host"), error)}
         finally:
