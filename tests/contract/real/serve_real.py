@@ -17,8 +17,6 @@ run against it. test_stored_real_server.py holds the journal parser and the doub
 
 import json
 import os
-import re
-import shutil
 import signal
 import subprocess
 import sys
@@ -176,6 +174,5 @@ def record(version):
 
 
 if __name__ == "__main__":
-    shutil.which("gcc")
     result = record(sys.argv[1] if len(sys.argv) > 1 else "0.5.23")
     sys.exit(1 if result.get("failed") else 0)
