@@ -150,8 +150,9 @@ def check_args(args):
     return checked
 
 
-def report_root(root):
-    """The reports' folder, created when it is missing and its parent exists (never the folders above it)."""
+def report_root(root, create=True):
+    """The reports' folder (absolute), created when it is missing and its parent exists (never the folders above
+    it); with create=False only checked."""
     check_path_text("root", root, "give the reports' folder on the controller")
     path = os.path.abspath(root)
     if os.path.lexists(path):
@@ -163,6 +164,8 @@ def report_root(root):
         raise ReportInputError("root %s is in %s, which does not exist: the report creates its folder, not the "
                                "folders above it. Create %s first, or fix the path (sglang_report_dir)"
                                % (path, parent, parent))
+    if not create:
+        return path
     try:
         os.mkdir(path)
     except FileExistsError:  # made meanwhile (two hosts' reports at once): used as it is, if it is a folder

@@ -422,11 +422,12 @@ def calibration_source(plan, corrective_restarts, in_use, inventory, fact):
 def write_run_report(facts, root, stamp, generated_at):
     """reports/<host>/<stamp>/report.json + report.html (+ picture.png, the picture it embeds); returns the folder.
     Writes under root only (inputs.py): the host and the stamp are single names, root is created only when its
-    parent exists, and a link or a file where a folder goes is refused (ReportInputError)."""
+    parent exists, and a link or a file where a folder goes is refused (ReportInputError). Everything is built
+    before the first folder is made: a report that cannot be built leaves nothing behind."""
     host = facts.get("host") or "unknown-host"
     check_name("host", host, "give the inventory host's name (or the server's); it names the report's folder")
     check_name("stamp", stamp, "give a timestamp such as 20260101T000000Z")
-    host_dir = folder_in(report_root(root), host)
+    host_dir = os.path.join(report_root(root, create=False), host)
     out = os.path.join(host_dir, stamp)
     previous_path, previous = previous_report(host_dir, exclude=out)
     report = build_report(facts, generated_at, previous, previous_path)
@@ -435,11 +436,11 @@ def write_run_report(facts, root, stamp, generated_at):
     if data:
         report["picture"] = {"ceiling": data["ceiling"], "measured": data["measured"], "key": key,
                              "tradeoff": {k: v for k, v in data["tradeoff"].items() if not isinstance(v, list)}}
-    folder_in(host_dir, stamp)
     html_text = render_html(report, png)
+    json_text = json.dumps(report, indent=2, sort_keys=True, default=str) + "\n"
+    folder_in(folder_in(report_root(root), host), stamp)
     if png:
         write_file(os.path.join(out, PICTURE), png)
-    write_file(os.path.join(out, "report.json"),
-               (json.dumps(report, indent=2, sort_keys=True, default=str) + "\n").encode("utf-8"))
+    write_file(os.path.join(out, "report.json"), json_text.encode("utf-8"))
     write_file(os.path.join(out, "report.html"), html_text.encode("utf-8"))
     return out

@@ -103,3 +103,30 @@ def test_the_action_refuses_by_name_writes_only_under_its_root_and_never_waits_o
         "the stored calibrations %s/deep.fact are not JSON the report can read: the report shows the restored state "
         "without them" % outside]
     assert got["infinite"]["report"].startswith(str(root / "ct200")), got["infinite"]
+
+
+def _action(args):
+    """The action itself, in this process, with a task that holds args; nothing here reaches a host (no rollback)."""
+    from unittest.mock import MagicMock
+
+    task = MagicMock(async_val=0, check_mode=False, diff=False, args=args)
+    connection = MagicMock()
+    connection._shell.tmpdir = None
+    return action.ActionModule(task, connection, MagicMock(), None, None, None)
+
+
+def test_a_fact_nested_past_pythons_stack_or_of_another_shape_is_a_sentence_and_writes_nothing(tmp_path):
+    deep = []
+    for _ in range(5000):
+        deep = [deep]
+    root = tmp_path / "reports"
+    for facts, cause in (({"sglang_smoke": {"msg": deep}}, "a value in them is nested too deeply"),
+                         ({"sglang_smoke": {"checks": [[1]]}}, "a value in them has another type or shape than the "
+                                                               "report reads")):
+        result = _action({"root": str(root), "host": "ct200", "facts": facts}).run(task_vars={})
+        assert result == {"failed": True, "msg": "sglang_run_report: the report for ct200 could not be built from "
+                                                 "facts: %s. Give the facts roles/sglang/tasks/report.yml sends (run "
+                                                 "with -vvv for where it failed)" % cause}
+    assert not root.exists()  # built before the first folder is made
+    result = _action({"root": str(root), "host": "ct200", "facts": {}}).run(task_vars={})
+    assert result["report"].startswith(str(root / "ct200")) and not result.get("failed"), result
