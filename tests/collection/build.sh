@@ -83,7 +83,7 @@ git -C "$repo" ls-files -z --cached -- galaxy.yml README.md LICENSE roles librar
   | while IFS= read -r -d '' path; do
     if [ -e "$repo/$path" ] || [ -L "$repo/$path" ]; then printf '%s\0' "$path"; fi
   done >"$out/src/files"
-tar -C "$repo" --null --no-recursion -T "$out/src/files" -cf - | tar -C "$checkout" -xf -
+tar -C "$repo" --null --verbatim-files-from --no-recursion -T "$out/src/files" -cf - | tar -C "$checkout" -xf -
 cp "$checkout/galaxy.yml" "$checkout/README.md" "$checkout/LICENSE" "$src/"
 cp -r "$checkout/roles" "$src/roles"
 cp "$checkout"/library/*.py "$src/plugins/modules/"
