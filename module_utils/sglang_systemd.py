@@ -61,7 +61,8 @@ def run_bounded(argv, timeout=SYSTEMCTL_TIMEOUT, limit=OUTPUT_LIMIT):
     """(rc, stdout, stderr) of argv as text; SystemdError when it runs past `timeout` seconds or writes more than
     `limit` bytes (then it is killed, with whatever it started)."""
     what = " ".join([os.path.basename(argv[0])] + list(argv[1:]))
-    env = dict(os.environ, LC_ALL="C", LANG="C", SYSTEMD_PAGER="", SYSTEMD_COLORS="0")
+    # The environment run_command gave it (its locale included), with no pager or colours: its output is parsed.
+    env = dict(os.environ, SYSTEMD_PAGER="", SYSTEMD_COLORS="0")
     try:
         proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                 start_new_session=True, env=env)
