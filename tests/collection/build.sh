@@ -83,6 +83,14 @@ git -C "$repo" ls-files -z --cached -- galaxy.yml README.md LICENSE roles librar
   | while IFS= read -r -d '' path; do
     if [ -e "$repo/$path" ] || [ -L "$repo/$path" ]; then printf '%s\0' "$path"; fi
   done >"$out/src/files"
+# Said, not silently dropped: a new file someone forgot to `git add` would otherwise be missing from the collection
+# with no word (its name only is printed, never its content).
+untracked=$(git -C "$repo" ls-files --others --exclude-standard -- roles library module_utils filter_plugins \
+  callback_plugins action_plugins lib)
+if [ -n "$untracked" ]; then
+  printf 'tests/collection/build.sh: not shipped, because git does not track them (git add a file to ship it):\n' >&2
+  printf '%s\n' "$untracked" | sed 's/^/  /' >&2
+fi
 tar -C "$repo" --null --verbatim-files-from --no-recursion -T "$out/src/files" -cf - | tar -C "$checkout" -xf -
 cp "$checkout/galaxy.yml" "$checkout/README.md" "$checkout/LICENSE" "$src/"
 cp -r "$checkout/roles" "$src/roles"

@@ -101,12 +101,17 @@ def test_only_tracked_files_are_shipped(tmp_path):
     names = shipped(result.stdout.strip())
     assert "roles/sglang/tasks/main.yml" in names and "plugins/modules/sglang_run_report.py" in names
     assert not [n for n in names if ".vault_pass" in n or "scratch.py" in n or "notes.txt" in n], sorted(names)
+    # said by name (not by content), so that a file someone forgot to `git add` is not missing without a word
+    assert ("not shipped, because git does not track them (git add a file to ship it):\n  lib/sglang_report/notes.txt\n"
+            "  library/scratch.py\n  roles/sglang/files/.vault_pass\n") in result.stderr, result.stderr
+    assert "vault-password" not in result.stderr
     # a file that is only `git add`ed is tracked: it ships
     subprocess.run(["git", "-C", str(clone), "add", "library/scratch.py"], check=True, timeout=60)
     again = build(tmp_path / "out", script)
     assert again.returncode == 0, again.stderr
     assert "plugins/modules/scratch.py" in shipped(again.stdout.strip())
     assert not [n for n in shipped(again.stdout.strip()) if ".vault_pass" in n]
+    assert "scratch.py" not in again.stderr
 
 
 def test_outside_a_git_checkout_it_refuses_with_a_sentence(tmp_path):
