@@ -1,7 +1,8 @@
 """The check phase's filter: every host of a run checked on the controller, with no connection.
 
   {{ ansible_play_hosts_all | sglang_check_hosts(hostvars, groups) }}          every refusal, one sentence each
-  {{ inventory_hostname | sglang_check_host(hostvars, group, knobs) }}       one host's own (a role used alone)
+  {{ inventory_hostname | sglang_check_host(hostvars, group, knobs, seen, groups['all']) }}
+      one host's own, as its role checks it on every run
   {{ inventory_hostname | sglang_plan_host(hostvars, knobs, measured, gpus, calibrations) }}
       {spec, plan, node, server} or {error}
   {{ ansible_play_hosts_all | sglang_plan_hosts(hostvars) }}               the same for every server host at once
@@ -46,6 +47,52 @@ def _variables(host, hostvars):
     return out, broken
 
 
+# What a router's checks read of another host (lib/sglang_checks/router.py): where it listens, its key, its nodes.
+_PEER_NAMES = ("ansible_host", "sglang_host", "sglang_port", "sglang_api_key", "sglang_nodes", "sglang_dist_init_port",
+               "group_names")
+
+
+def _others(hostvars, inventory_hosts):
+    """inputs.Others over hostvars: a host's variables read once each, as plain values (a broken template there is
+    that host's own refusal, so it is left out here)."""
+    cache = {}
+
+    def peer(name):
+        if name not in cache:
+            cache[name] = {}
+            if isinstance(name, str) and name in inventory_hosts:
+                source = hostvars[name]
+                for key in _PEER_NAMES:
+                    if key in source:
+                        try:
+                            cache[name][key] = plain(source[key])
+                        except AnsibleError:
+                            continue
+        return cache[name]
+    return inputs.Others(inventory_hosts, peer)
+
+
+def _extra_vars(hostvars):
+    manager = getattr(hostvars, "_variable_manager", None)
+    return manager.extra_vars if manager is not None else load_extra_vars(DataLoader())
+
+
+def _outside(host, hostvars, names, extra_vars):
+    """The sglang role's run facts among `names` (what this host's task sees) that come from outside the role: every
+    one -e gives (extra vars beat set_fact, so it would replace the role's own), and every one that no set_fact or
+    register of this run has set (the inventory's, a play's). The role's own facts are the variable manager's
+    non-persistent facts (ansible-core keeps set_fact and register there: VariableManager.set_nonpersistent_facts);
+    where that store cannot be read (hostvars that are not Ansible's), a name is outside when present, which is
+    right for the check phase, the first play of a run. tests/integration/test_check_phase.py runs both through
+    ansible-playbook."""
+    run_facts = inputs.roles_at(_ROLES).run_facts
+    given = {name for name in names if name in run_facts}
+    manager = getattr(hostvars, "_variable_manager", None)
+    own = getattr(manager, "_nonpersistent_fact_cache", None)
+    own = set(own.get(host, {})) if own is not None else set()
+    return {name for name in given if name in extra_vars or name not in own}
+
+
 def check_hosts(hosts, hostvars, groups=None):
     """Every refusal for the run's hosts (per host, then across them), in one list.
 
@@ -55,29 +102,37 @@ def check_hosts(hosts, hostvars, groups=None):
     roles = inputs.roles_at(_ROLES)
     hosts = list(hosts)
     plain, refusals = {}, []
+    extra_vars = _extra_vars(hostvars)
+    others = _others(hostvars, set(groups.get("all") or hosts))
     for host in hosts:
         variables, broken = _variables(host, hostvars)
         plain[host] = variables
-        refusals += broken or inputs.host_refusals(host, variables, variables["group_names"], roles,
-                                                   sglang_kvplan.rules_for)
-    extra_vars = load_extra_vars(DataLoader())
+        refusals += broken or inputs.host_refusals(
+            host, variables, variables["group_names"], roles, sglang_kvplan.rules_for, others=others,
+            outside=_outside(host, hostvars, list(hostvars[host]), extra_vars))
     deploy = fleet.play_hosts(hosts, groups.get("sglang_servers") or [])
     refusals += fleet.serial_refusals(hosts, plain, extra_vars, deploy)
     refusals += fleet.node_refusals(hosts, plain, set(groups.get("all") or hosts))
     return refusals
 
 
-def check_host(host, hostvars, group="sglang_servers", knobs=None):
-    """One host's refusals, as the check phase makes them, for a role used without it. The host is taken to be
+def check_host(host, hostvars, group="sglang_servers", knobs=None, seen=None, inventory_hosts=None):
+    """One host's refusals, as the check phase makes them, for a role used without it (its own input check runs
+    this on every run: roles/sglang/tasks/inputs.yml, roles/sglang_router/tasks/assert.yml). The host is taken to be
     in `group`, whatever the inventory says: a playbook of the operator's own may run the role anywhere.
-    knobs: the role's knobs with its defaults applied (roles/sglang/tasks/inputs.yml), so that the values the
-    role will use are the ones checked, every rule included; the other role-prefixed names come from hostvars
-    (a misspelled one is refused by name). Without knobs the values are left to the role's own check."""
+    knobs: the role's knobs with its defaults applied, so that the values the role will use are the ones checked,
+    every rule included; the other role-prefixed names come from hostvars (a misspelled one is refused by name).
+    Without knobs the values are left to the role's own check.
+    seen: the names the role's task sees (query('varnames', '^sglang_'): the play's vars too); default the host's.
+    inventory_hosts: every inventory host (groups['all']), for a router's workers; default hostvars' hosts."""
     variables, broken = _variables(host, hostvars)
     variables.update(knobs or {})
     groups = set(variables["group_names"]) | {group}
+    names = list(hostvars[host]) + list(seen or [])
+    others = _others(hostvars, set(inventory_hosts if inventory_hosts is not None else hostvars))
     return broken or inputs.host_refusals(host, variables, groups, inputs.roles_at(_ROLES), sglang_kvplan.rules_for,
-                                          with_values=knobs is not None)
+                                          with_values=knobs is not None, others=others,
+                                          outside=_outside(host, hostvars, names, _extra_vars(hostvars)))
 
 
 def plan_knobs(ignored=None):

@@ -17,7 +17,7 @@ import re
 import yaml
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 
-from sglang_checks import service, values
+from sglang_checks import router, service, values
 
 # The roles a host of each group runs (site.yml), in play order.
 ROLES_BY_GROUP = {
@@ -317,20 +317,45 @@ def multinode_refusals(host, variables, roles):
             "Lower sglang_dist_timeout or raise sglang_ready_timeout." % (host, dist, ready)]
 
 
-def host_refusals(host, variables, groups, roles, rules_for, with_values=True):
-    """Every refusal for one host: unknown names, the specs, then (when the values have their types) what they may
-    reach (values.py; with_values False: a role that checks them itself, with its defaults) and the rules."""
+def run_fact_refusals(host, names):
+    """One sentence per run fact of the sglang role that comes from outside it (names: those the inventory, the play
+    or -e sets; the Ansible layer tells them apart from the role's own set_fact and register)."""
+    return ["%s: %s is the sglang role's own run fact (roles/sglang/vars/main.yml, sglang_run_facts): the role sets "
+            "it while it runs, and one set from the inventory, the play or -e would stand in for what the role found "
+            "(with -e over the role's own value: extra vars beat set_fact). Remove %s from the inventory, the play's "
+            "vars and the command line." % (host, name, name) for name in sorted(names)]
+
+
+class Others:
+    """What the checks that read other hosts need (router.py): the inventory's host names, and one host's variables
+    as plain values ({} for a name the inventory does not have)."""
+
+    def __init__(self, inventory_hosts, peer):
+        self.inventory_hosts, self.peer = inventory_hosts, peer
+
+
+def host_refusals(host, variables, groups, roles, rules_for, with_values=True, others=None, outside=()):
+    """Every refusal for one host: unknown names, run facts given from outside (`outside`), the specs, then (when the
+    values have their types) what they may reach (values.py; with_values False: a role that checks them itself,
+    with its defaults), the rules, and a router's workers and ports (others: an Others; None skips them)."""
     role_names = roles_of(groups)
     typed = spec_refusals(host, variables, roles, role_names)
-    refusals = values.host_name_refusals(host) + unknown_variables(host, variables, roles) + typed
+    refusals = values.host_name_refusals(host) + unknown_variables(host, variables, roles) + \
+        run_fact_refusals(host, set(outside) & roles.run_facts) + typed
     if typed:
         return refusals
     if with_values and {"sglang", "sglang_router"} & set(role_names):
         refusals += values.refusals(host, {k: v for k, v in variables.items() if k != "group_names"},
                                     hidden={k for k, v in variables.items() if is_vaulted(v)})
+    if "preflight" in role_names:
+        refusals += values.preflight_refusals(host, variables)
+    if "sglang_router" in role_names and others is not None:
+        refusals += router.refusals(host, lambda name: value(variables, roles, name), others.inventory_hosts,
+                                    others.peer, roles.default)
     if "sglang" in role_names:
         refusals += values.folder_refusals(host, {name: value(variables, roles, name) for name in values.FOLDERS}
-                                           | {"sglang_speculative": value(variables, roles, "sglang_speculative")})
+                                           | {name: value(variables, roles, name) for name in (
+                                               "sglang_speculative", "sglang_hf_token_file", "sglang_user")})
     if "sglang" in role_names:
         refusals += service.refusals(host, lambda name: value(variables, roles, name))
         refusals += release_refusals(host, variables, roles, rules_for)

@@ -189,16 +189,18 @@ def _checks(variables):
         "sglang_uncalibrated_margin": lambda v: real(v, 0, 1),
         "sglang_serial": serial, "sglang_calibration": calibration, "sglang_measured_boots": measured_boots,
         "sglang_nodes": nodes,
-        "sglang_version": release, "sglang_package": package_source, "sglang_extras": extras,
+        "sglang_version": release, "sglang_package": package_source("sglang_version"), "sglang_extras": extras,
         "sglang_kernel_wheels": kernel_wheels, "sglang_kernel_sources": kernel_sources,
         # days as a timedelta takes them: a finite number, at most 100 years (nan/inf/1e308 fail prove.yml)
         "sglang_reprove_after_days": lambda v: real(v, 0, 36_500),
-        "sglang_router_admin_api_key": secret,
+        "sglang_router_admin_api_key": secret, "sglang_router_version": release,
         "sglang_router_venv": owned_path, "sglang_router_home": owned_path,
         "sglang_router_user": _user,
         "sglang_router_service_name": pattern(UNIT_NAME, "a unit name of letters, digits, . _ -", "sglang-router"),
         "sglang_router_host": host_address, "sglang_router_prometheus_host": host_address,
         "sglang_router_port": port, "sglang_router_prometheus_port": port,
+        "sglang_router_health_check_endpoint": health_path,
+        "sglang_router_package": package_source("sglang_router_version"),
         "sglang_router_extra_args": lambda v: extra_args.check("sglang_router_extra_args", flags.router_table(),
                                                                extra_args.ROUTER_OWNERS, v,
                                                                "sglang-router 0.3.2's parser"),
@@ -310,21 +312,56 @@ def _kernels(value, needed, example):
     for item in value:
         if not isinstance(item, Mapping) or not isinstance(item.get(needed), str) or not item[needed].strip():
             raise Refusal("has no %s" % needed, "give each as %s" % example, item=item)
+        if ".." in re.split(r"[/\\]", item[needed]):
+            raise Refusal("has %s %r, with a '..' component (a path is taken as written)" % (needed, item[needed]),
+                          "give it in its plain form", item=item)
         for key in ("name", "version", "ref", "subdir", "import"):
             if isinstance(item.get(key), str) and item[key] != item[key].strip():
                 raise Refusal("has %s %r, with a space at an end" % (key, item[key]), "remove the space", item=item)
         _no_control_anywhere(item)
 
 
-def package_source(value):
-    """sglang_package: empty (the index), a requirement, a URL or a controller-side wheel; never a pip option."""
-    if value in ("", None):
-        return
-    text(value, "a requirement, a URL or a wheel")
-    if value.startswith("-") or any(char.isspace() for char in value):
-        raise Refusal("would reach pip as an option or several words (an --index-url, a -r file), not one "
-                      "requirement", "give a URL, a wheel or a requirement such as sglang==0.5.23; set pip's index in "
-                      "pip.conf")
+# What pip installs from a file: a wheel, or a source archive.
+ARCHIVES = (".whl", ".tar.gz", ".tgz", ".zip")
+
+
+def package_source(version_knob):
+    """sglang_package, sglang_router_package: empty (the index, at version_knob's release), a URL (scheme://, git+https://
+    included), or a wheel on the controller; never a pip option. The roles copy any value without :// from the
+    controller as a file and install the copy (lib/sglang_state/runtime_install.py _local, the router's install.yml),
+    so a requirement such as sglang==0.5.23 is no source, and a path goes through as written: no '..' in it."""
+    def check(value):
+        if value in ("", None):
+            return
+        text(value, "a URL or a wheel")
+        if value.startswith("-") or any(char.isspace() for char in value):
+            raise Refusal("would reach pip as an option or several words (an --index-url, a -r file), not one "
+                          "package", "give a URL or a wheel's path; set pip's index in pip.conf")
+        if ".." in re.split(r"[/\\]", value):
+            raise Refusal("holds a '..' component: the path is taken as written, and a '..' can lead anywhere on the "
+                          "controller (or on the index's server)",
+                          "give the path in its plain form, e.g. /srv/wheels/sglang-0.5.23-py3-none-any.whl")
+        if "://" not in value and not value.endswith(ARCHIVES):
+            raise Refusal("is neither a URL nor a wheel's path: the role copies a value without :// from the "
+                          "controller as a file and installs the copy, so a requirement would be looked for as a file",
+                          "give a URL or the path of a wheel (.whl) on the controller, or leave it empty and set "
+                          "%s to install that release from the index" % version_knob)
+    return check
+
+
+def health_path(value):
+    """sglang_router_health_check_endpoint: sglang-router appends it to each worker's URL as it is
+    (format!("{}{}", url, endpoint) in its worker health check), so it must be a path: '/' first, then the characters
+    a URL's path and query may hold. 'health' would make http://host:30000health, 'http://evil/h' another host."""
+    text(value, "a path such as /health")
+    if not HEALTH_PATH.match(value):
+        raise Refusal("is not a URL path ('/' first, then only what a URL's path and query hold: no space, % only as "
+                      "%XX): sglang-router appends it to each worker's URL as it is",
+                      "give a path such as /health or /health_generate")
+
+
+HEALTH_PATH = re.compile(r"^/(?:[A-Za-z0-9._~!$&'()*+,;=:@/-]|%[0-9A-Fa-f]{2})*"
+                         r"(?:\?(?:[A-Za-z0-9._~!$&'()*+,;=:@/?-]|%[0-9A-Fa-f]{2})*)?$")
 
 
 def extras(value):
@@ -402,6 +439,23 @@ def _sentence(host, knob, value, refusal, hidden=False):
     return "%s: %s is %s: it %s; %s." % (host, knob, show(value, secret), refusal.problem, refusal.fix)
 
 
+def preflight_refusals(host, variables):
+    """preflight_required_gpus, when the inventory gives it (its default is the plan's GPUs per node): preflight
+    compares the host's GPU count with it as a number (`| int`), so 0, or text that is no number (0 as a number),
+    would pass a host without a GPU (probe-5 N-S5-14)."""
+    if variables.get("preflight_required_gpus") is None:
+        return []
+    given = variables["preflight_required_gpus"]
+    try:
+        integer(given, 1, 4096)
+    except Refusal as refusal:
+        return [_sentence(host, "preflight_required_gpus", given, Refusal(
+            "%s (preflight compares the GPU count with it as a number, so 0 or a word would pass a host with no "
+            "GPU)" % refusal.problem, "give the GPUs each host must have, from 1 to 4096, or leave it unset (the "
+            "plan's GPUs per node)"))]
+    return []
+
+
 # -- how the role's folders may lie (issue 27) ----------------------------------------------------------------------
 # What each folder is: code the runtime prune removes (venv, runtimes), the store whose prune removes entries and which
 # holds the API key (0700, root), the service user's data (home, the weights).
@@ -428,10 +482,22 @@ def _unsafe(outer_kind, inner_kind):
     return not (outer_kind == "home" and inner_kind == "model")  # weights under the service's home are fine
 
 
+def other_home(path, user):
+    """The home of another user than `user` that `path` is, or lies in: /root (the service never runs as root), or
+    /home/<name> for a name other than `user`; None otherwise."""
+    parts = path.split("/")
+    if parts[1] == "root":
+        return "/root"
+    if parts[1] == "home" and len(parts) > 2 and parts[2] != user:
+        return "/home/" + parts[2]
+    return None
+
+
 def folder_refusals(host, folders):
     """One sentence per pair of the role's folders that are the same or nested where that is unsafe, naming both
-    (folders: {knob: path} after the defaults; sglang_speculative's draft_model_path is read from that knob). Values
-    that are not plain absolute paths are refused by refusals() and skipped here."""
+    (folders: {knob: path} after the defaults; sglang_speculative's draft_model_path is read from that knob), per
+    folder or token file in another user's home, per token file in the code, the store or the weights, and a home that
+    holds the model folders. Values that are not plain absolute paths are refused by refusals() and skipped here."""
     paths = {k: folders.get(k) for k in FOLDERS}
     spec = folders.get("sglang_speculative")
     if isinstance(spec, Mapping):
@@ -442,7 +508,7 @@ def folder_refusals(host, folders):
             plain[knob] = plain_path(path)
         except Refusal:
             continue
-    found = []
+    found = _home_refusals(host, plain, folders.get("sglang_hf_token_file"), folders.get("sglang_user"))
     names = sorted(plain)
     for index, one in enumerate(names):
         for other in names[index + 1:]:
@@ -460,19 +526,83 @@ def folder_refusals(host, folders):
     return found
 
 
-# An inventory host name as the run report and the plan picture use it in a file name (reports/<host>...): an IP
-# address, IPv6 included, or a DNS name; never a / or a name made of dots alone.
-HOST_NAME = re.compile(r"^[A-Za-z0-9_:\[\]][A-Za-z0-9_.:\[\]-]{0,252}$")
+# An inventory host name as the run report and the plan picture use it in a file name (reports/<host>/...,
+# reports/plan/<host>.png): an IP address, IPv6 included, or a DNS name; never a / or a name made of dots alone, and
+# short enough that the longest file named after it, <host>.png, fits a file name (NAME_MAX, 255 bytes; a longer one
+# failed plan.yml's picture with "File name too long", probe-5 N-S5-12). The characters are ASCII: bytes = characters.
+NAME_MAX = 255
+HOST_NAME_MAX = NAME_MAX - len(".png")
+HOST_NAME = re.compile(r"^[A-Za-z0-9_:\[\]][A-Za-z0-9_.:\[\]-]*$")
 
 
 def host_name_refusals(host):
     """The inventory host name names files on the controller (the run report, the plan picture): refused when it
-    could write outside reports/, as sglang_server_name is."""
-    if isinstance(host, str) and HOST_NAME.match(host) and ".." not in host:
+    could write outside reports/, as sglang_server_name is, or when it is too long to be a file name."""
+    if isinstance(host, str) and HOST_NAME.match(host) and ".." not in host and len(host) <= HOST_NAME_MAX:
         return []
+    if isinstance(host, str) and HOST_NAME.match(host) and ".." not in host:
+        return ["%s: the inventory host name %s is %d characters long, over the %d a host name may have here: it "
+                "names the plan picture reports/plan/<host>.png, and a file name holds at most %d bytes. Give the "
+                "host a shorter inventory name (set its address with ansible_host)."
+                % (show(host), show(host), len(host), HOST_NAME_MAX, NAME_MAX)]
     return ["%s: the inventory host name %s is not a plain host name (letters, digits, . _ : -, no / or ..): it names "
             "the run report and the plan picture under reports/, and this one would write outside it. Rename the "
             "host in the inventory (set its address with ansible_host)." % (show(host), show(host))]
+
+
+def _home_refusals(host, plain, token_file, user):
+    """The rules of probe-5 N-S5-14 (plain: {knob: path} of the role's folders that are plain paths).
+
+    Another user's home (/home/<name> of a name other than sglang_user, or /root): the roles create and chown their
+    folders and write the Hub token as root, so a folder in a home another user controls could be swapped for a link
+    between the check and the write, and a token path there is that user's own token (~/.cache/huggingface/token),
+    which the token module would replace and hand to the service user. Nothing of the service works there anyway:
+    its unit has ProtectHome=yes. The token file in the code (pruned), in the store (root 0700: the service user
+    cannot cross it) or in the weights (the model folder is the model's, read by whoever serves it) is refused as
+    sglang_home is. sglang_home as the folder that holds the model folder would make the folder every model shares
+    the service's home (created, chowned, its caches beside the weights)."""
+    found, user = [], user if isinstance(user, str) else "sglang"
+    for knob in sorted(plain):
+        home = other_home(plain[knob], user)
+        if home:
+            found.append("%s: %s (%s) is in %s, another user's home (sglang_user is %s): the role creates and chowns "
+                         "its folders as root, which that user's own links could redirect, and the service cannot "
+                         "see /home or /root (ProtectHome=yes). Give it a folder of its own, e.g. %s."
+                         % (host, knob, plain[knob], home, user, _example(knob)))
+    model_parents = {os.path.dirname(plain[k]): k for k in ("sglang_model_path", "sglang_speculative.draft_model_path")
+                     if k in plain}
+    if plain.get("sglang_home") in model_parents:
+        knob = model_parents[plain["sglang_home"]]
+        found.append("%s: sglang_home (%s) is the folder that holds %s (%s): the folder every model shares would "
+                     "become the service user's home (created, chowned, its caches and the Hub token beside the "
+                     "weights). Give the home a folder of its own, e.g. /var/lib/sglang, or the model a folder of its "
+                     "own below the home (e.g. %s/models/<name>)." % (host, plain["sglang_home"], knob, plain[knob],
+                                                                      plain["sglang_home"]))
+    try:
+        token = plain_path(token_file)
+    except Refusal:
+        return found  # not a plain path (the default's template before the role applies it): refused or fine there
+    home = other_home(token, user)
+    if home:
+        found.append("%s: sglang_hf_token_file (%s) is in %s, another user's home (sglang_user is %s): a token there "
+                     "is that user's own, which the role would replace and give to the service user, and that user "
+                     "controls the folders on its way. Leave it at its default (below sglang_home) or put it in "
+                     "/etc/<sglang_service_name>/." % (host, token, home, user))
+    for knob in ("sglang_runtimes_dir", "sglang_venv", "sglang_backup_dir", "sglang_model_path",
+                 "sglang_speculative.draft_model_path"):
+        if knob in plain and _inside(token, plain[knob]):
+            found.append("%s: sglang_hf_token_file (%s) is inside %s (%s): %s. Leave it at its default (below "
+                         "sglang_home) or put it in /etc/<sglang_service_name>/."
+                         % (host, token, knob, plain[knob], _TOKEN_WHY[_KIND[knob]]))
+    return found
+
+
+_TOKEN_WHY = {
+    "code": "the runtime prune removes what it finds there that no runtime names, the token with it",
+    "store": "the store is root's (0700), so the service user could not read the token through it, and its prune "
+             "removes what it does not know",
+    "model": "the model folder holds the weights, read by whatever serves or copies them; the token is a secret",
+}
 
 
 def _example(knob):

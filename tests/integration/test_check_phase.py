@@ -83,11 +83,14 @@ def test_make_plan_refuses_a_misspelled_knob_given_to_make():
 # the group's inventory order (-l applied), not the run's routers; the review's two inventories list a router (and a
 # one-node replica) before ct400, a server across two nodes.
 CT400 = {"sglang_server_name": "ct400", "sglang_nodes": ["ct400-a", "ct400-b"], "sglang_tp_size": 16,
-         "sglang_dist_init_port": 20000, "sglang_dist_timeout": 90}
+         "sglang_dist_init_port": 20000, "sglang_dist_timeout": 90,
+         "sglang_host": "0.0.0.0", "sglang_api_key": "not-a-real-key"}  # the router reaches it
+# The router in front of ct400 (its rank 0; the check phase refuses a router with no worker, as the router role does).
+ROUTER = {"sglang_router_workers": ["ct400-a"], "sglang_router_host": "127.0.0.1"}
 FLEETS = {
-    "router first": {"sglang_routers": {"hosts": {"router-1": {}}},
+    "router first": {"sglang_routers": {"hosts": {"router-1": dict(ROUTER)}},
                      "sglang_servers": {"children": {"ct400": {"hosts": {"ct400-a": {}, "ct400-b": {}}}}}},
-    "router and replica first": {"sglang_routers": {"hosts": {"router-1": {}}},
+    "router and replica first": {"sglang_routers": {"hosts": {"router-1": dict(ROUTER)}},
                                  "sglang_servers": {"hosts": {"replica-1": {}},
                                                     "children": {"ct400": {"hosts": {"ct400-a": {}, "ct400-b": {}}}}}},
 }
