@@ -142,6 +142,7 @@ invocation_id:
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.sglang_errors import failures_as_sentences
 from ansible.module_utils.sglang_journal import journal_entries, parse_boot_log, ready_seconds
+from ansible.module_utils.sglang_systemd import JOURNAL_LIMIT, run, unit_name_problem
 
 __all__ = ["parse_boot_log"]
 
@@ -150,17 +151,19 @@ def main():
     module = AnsibleModule(argument_spec={"unit": {"type": "str", "default": "sglang"}}, supports_check_mode=True)
     with failures_as_sentences(module, "sglang_boot_facts"):
         unit = module.params["unit"]
-        systemctl, journalctl = module.get_bin_path("systemctl", True), module.get_bin_path("journalctl", True)
-        rc, out, err = module.run_command([systemctl, "show", "-p", "InvocationID", "-p",
-                                           "ExecMainStartTimestampMonotonic", unit])
+        if unit_name_problem(unit):
+            module.fail_json(msg="unit %r %s: give the service's name (sglang_service_name, e.g. sglang)."
+                             % (unit[:80], unit_name_problem(unit)))
+        # with a deadline and a size limit (sglang_systemd.run): a hung systemd fails with a sentence
+        rc, out, err = run(module, ["show", "-p", "InvocationID", "-p", "ExecMainStartTimestampMonotonic", "--", unit])
         props = dict(line.split("=", 1) for line in out.splitlines() if "=" in line)
         invocation = props.get("InvocationID", "").strip()
         if rc != 0 or not invocation:
             module.fail_json(msg="%s has not run since boot (no InvocationID): start it first. %s"
                              % (unit, err.strip()))
         # JSON, not "-o cat": each entry's monotonic time gives ready_s against the unit's start.
-        rc, text, err = module.run_command([journalctl, "--no-pager", "-o", "json", "--output-fields=MESSAGE",
-                                            "_SYSTEMD_INVOCATION_ID=" + invocation])
+        rc, text, err = run(module, ["--no-pager", "-o", "json", "--output-fields=MESSAGE",
+                                     "_SYSTEMD_INVOCATION_ID=" + invocation], limit=JOURNAL_LIMIT, program="journalctl")
         if rc != 0:
             module.fail_json(msg="journalctl could not read %s's journal: %s" % (unit, err.strip()))
         entries = journal_entries(text)

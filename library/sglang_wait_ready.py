@@ -118,6 +118,7 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.sglang_errors import failures_as_sentences
 from ansible.module_utils.sglang_http import error_body, open_bearer, read_bounded
 from ansible.module_utils.sglang_journal import boot_progress
+from ansible.module_utils.sglang_systemd import JOURNAL_LIMIT, run, unit_name_problem
 from ansible.module_utils.sglang_text import duration
 
 __all__ = ["boot_progress", "progress_line"]
@@ -150,14 +151,18 @@ def main():
     with failures_as_sentences(module, "sglang_wait_ready"):
         params = module.params
         unit = params["unit"]
-        systemctl, journalctl = module.get_bin_path("systemctl", True), module.get_bin_path("journalctl", True)
+        if unit_name_problem(unit):
+            module.fail_json(msg="unit %r %s: give the service's name (sglang_service_name, e.g. sglang)."
+                             % (unit[:80], unit_name_problem(unit)))
+        # systemctl and journalctl with a deadline and a size limit (sglang_systemd.run): a hung systemd fails the
+        # wait with a sentence instead of holding it past its own timeout
 
         def journal(*args):
-            return module.run_command([journalctl, "--no-pager", "-o", "cat"] + list(args))[1]
+            return run(module, ["--no-pager", "-o", "cat"] + list(args), limit=JOURNAL_LIMIT, program="journalctl")[1]
 
         def show():
-            out = module.run_command([systemctl, "show", "-p", "ActiveState", "-p", "SubState", "-p", "NRestarts",
-                                      "-p", "InvocationID", "-p", "ExecMainStartTimestampMonotonic", unit])[1]
+            out = run(module, ["show", "-p", "ActiveState", "-p", "SubState", "-p", "NRestarts", "-p", "InvocationID",
+                               "-p", "ExecMainStartTimestampMonotonic", "--", unit])[1]
             return dict(line.split("=", 1) for line in out.splitlines() if "=" in line)
 
         def elapsed(props):

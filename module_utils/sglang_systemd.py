@@ -21,6 +21,9 @@ import time
 SYSTEMCTL_TIMEOUT = 30
 # Bytes one systemctl call may answer: a show of a few properties is under a KiB, a long ExecStart a few KiB.
 OUTPUT_LIMIT = 1 << 20
+# One boot's journal (every rank's lines, the progress bars' repaints) is far more than a `systemctl show`: a Kimi
+# K2.6 TP8 boot logs a few MiB.
+JOURNAL_LIMIT = 64 << 20
 # A unit name as systemd spells one (systemd.unit(5): letters, digits, ':', '-', '_', '.', '\\', and '@' of a
 # template instance), at most 255 characters, not an option.
 UNIT_NAME = re.compile(r"^[A-Za-z0-9:_.\\@][A-Za-z0-9:_.\\@-]{0,254}$")

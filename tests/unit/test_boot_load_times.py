@@ -186,19 +186,22 @@ def test_the_module_reads_the_journal_as_json_and_returns_the_times(monkeypatch)
         def get_bin_path(self, name, required):
             return "/usr/bin/" + name
 
-        def run_command(self, argv):
-            calls.append(argv)
-            if argv[0].endswith("systemctl"):
-                return 0, "InvocationID=abc\nExecMainStartTimestampMonotonic=1500000\n", ""
-            return 0, journal, ""
-
         def exit_json(self, **result):
             raise SystemExit(result)
 
         def fail_json(self, **result):
             raise AssertionError(result)
 
+    def bounded_run(_module, args, timeout=30, limit=1 << 20, program="systemctl"):
+        # the module's systemctl/journalctl go through sglang_systemd.run: a deadline, and a limit that holds a boot
+        calls.append([program] + list(args))
+        assert timeout > 0 and (program != "journalctl" or limit >= 64 << 20)
+        if program == "systemctl":
+            return 0, "InvocationID=abc\nExecMainStartTimestampMonotonic=1500000\n", ""
+        return 0, journal, ""
+
     monkeypatch.setattr(module, "AnsibleModule", lambda **kwargs: Fake())
+    monkeypatch.setattr(module, "run", bounded_run)
     with pytest.raises(SystemExit) as done:
         module.main()
     result = done.value.args[0]
@@ -206,3 +209,20 @@ def test_the_module_reads_the_journal_as_json_and_returns_the_times(monkeypatch)
     assert (result["weight_load_s"], result["graph_capture_s"], result["ready_s"]) == (0.14, None, 7.5)
     assert result["pool_tokens"] == 8192 and result["invocation_id"] == "abc"
     assert "ready to roll" in result["times_source"]["ready_s"]
+
+
+@pytest.mark.parametrize("unit", ["-H evil", "x;id", "../x", "a\nb"])
+def test_a_unit_name_systemctl_would_misread_is_refused_before_it_runs(monkeypatch, unit):
+    ran = []
+
+    class Fake:
+        params = {"unit": unit}
+
+        def fail_json(self, **result):
+            raise AssertionError(result)
+
+    monkeypatch.setattr(module, "AnsibleModule", lambda **kwargs: Fake())
+    monkeypatch.setattr(module, "run", lambda *args, **kwargs: ran.append(args))
+    with pytest.raises(AssertionError) as refused:
+        module.main()
+    assert not ran and "give the service's name" in str(refused.value), refused.value
