@@ -219,10 +219,11 @@ def test_a_unit_name_systemctl_would_misread_is_refused_before_it_runs(monkeypat
         params = {"unit": unit}
 
         def fail_json(self, **result):
-            raise AssertionError(result)
+            raise SystemExit(dict(result, failed=True))  # as AnsibleModule's does: it exits
 
     monkeypatch.setattr(module, "AnsibleModule", lambda **kwargs: Fake())
     monkeypatch.setattr(module, "run", lambda *args, **kwargs: ran.append(args))
-    with pytest.raises(AssertionError) as refused:
+    with pytest.raises(SystemExit) as refused:
         module.main()
-    assert not ran and "give the service's name" in str(refused.value), refused.value
+    result = refused.value.args[0]
+    assert not ran and result["failed"] and "give the service's name" in result["msg"], result
