@@ -31,10 +31,12 @@ def inventory(tmp_path, ct400=CT400, nodes=("ct400-a", "ct400-b")):
     root = tmp_path / "inventory"
     (root / "group_vars").mkdir(parents=True)
     (root / "host_vars").mkdir()
-    shutil.copy(os.path.join(REPO, "inventory", "group_vars", "sglang_servers.yml"), root / "group_vars")
+    for group in ("sglang_servers", "kimi_k26_dflash"):  # ct200's model is its group's (inventory/hosts.yml)
+        shutil.copy(os.path.join(REPO, "inventory", "group_vars", group + ".yml"), root / "group_vars")
     shutil.copy(os.path.join(REPO, "inventory", "host_vars", "ct200.yml"), root / "host_vars")
-    hosts = {"sglang_servers": {"hosts": {"ct200": {"ansible_host": "ct200"}}, "children": {"ct400": {"hosts": {
-        name: {"ansible_host": "10.0.0.%d" % (i + 1)} for i, name in enumerate(nodes)}}}}}
+    hosts = {"sglang_servers": {"children": {"kimi_k26_dflash": {"hosts": {"ct200": {"ansible_host": "ct200"}}},
+                                             "ct400": {"hosts": {name: {"ansible_host": "10.0.0.%d" % (i + 1)}
+                                                                 for i, name in enumerate(nodes)}}}}}
     (root / "hosts.yml").write_text(yaml.safe_dump(hosts))
     (root / "group_vars" / "ct400.yml").write_text(yaml.safe_dump(ct400))
     for name, host_vars in zip(nodes, (NODE_A, NODE_B, NODE_A)[:len(nodes)], strict=True):
