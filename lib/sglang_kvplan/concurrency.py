@@ -22,6 +22,7 @@ from .memory import (
     graphs_estimate_gib,
     request_table_gib,
 )
+from .refusals import check_launch
 from .spec import KVPlanError
 
 SEED_RUNNING = 8  # the seed's ct200: 8 running requests beside a 200k context
@@ -113,27 +114,53 @@ def _at_once(pool, target, running):
     return "%d requests at once, up to %s tokens each (pool / %d)" % (running, _fmt(pool // running), running)
 
 
+def launches(spec):
+    """Whether the release starts `spec` at all: the launch check a plan passes (refusals.check_launch, the
+    combinations each release's argument resolution refuses, read from its wheel: releases/rules.json
+    `launch_refusals`, e.g. DFLASH with --pp-size > 1, SGLang 0.5.23 srt/server_args.py, the entry's `source`).
+    Every alternative and fix the planner prints passes it, so none is a setup SGLang refuses at boot."""
+    try:
+        check_launch(spec)
+    except KVPlanError:
+        return False
+    return True
+
+
+def wider(spec):
+    """(knob, spec) for twice the GPUs, as the planner suggests it: PP doubled, or TP where the release refuses that
+    PP at launch (DFLASH needs pp_size 1); (None, None) when the release refuses both, so nothing is suggested."""
+    for knob in ("pp_size", "tp_size"):
+        candidate = dict(spec, **{knob: spec[knob] * 2})
+        if launches(candidate):
+            return knob, candidate
+    return None, None
+
+
 def alternatives(spec, budget_cls, budget, pool, target, headroom_min, pre):
     """Lines for what the planner can compute instead: fp8 KV, more GPUs, a lower target; each with its pool and
-    concurrency (the same rule, before the headroom's say)."""
+    concurrency (the same rule, before the headroom's say). Each is a spec the launch check accepts (launches):
+    issue 35 found 'twice the GPUs (sglang_pp_size 2)' offered for a DFLASH plan, which SGLang refuses."""
     lines = []
     kv_gib = pool * budget.cell / GIB
-    if spec["kv_cache_dtype"] not in ("fp8_e4m3", "fp8_e5m2"):
-        fp8 = budget_cls(dict(spec, kv_cache_dtype="fp8_e4m3"), budget.post)
+    fp8_spec = dict(spec, kv_cache_dtype="fp8_e4m3")
+    if spec["kv_cache_dtype"] not in ("fp8_e4m3", "fp8_e5m2") and launches(fp8_spec):
+        fp8 = budget_cls(fp8_spec, budget.post)
         if fp8.cell < budget.cell:
             tokens = int(kv_gib * GIB // fp8.cell)
             lines.append("fp8_e4m3 KV (sglang_kv_cache_dtype; %s B/token, some accuracy): the same %.2f GiB holds %s "
                          "tokens: %d at full length, or %s"
                          % (_fmt(fp8.cell), kv_gib, _fmt(tokens), tokens // target,
                             _at_once(tokens, target, max(tokens // target, SEED_RUNNING))))
-    wider = dict(spec, pp_size=spec["pp_size"] * 2)
-    tokens = budget_cls(wider, pre - (pre - budget.post) / 2).most_tokens(headroom_min)
-    if tokens > 0:
-        lines.append("twice the GPUs (sglang_pp_size %d): about %s tokens (an estimate): %d at full length, or %s"
-                     % (wider["pp_size"], _fmt(tokens), tokens // target,
-                        _at_once(tokens, target, max(tokens // target, SEED_RUNNING))))
+    knob, wide = wider(spec)
+    if knob is not None:
+        # twice the GPUs: the weights split over twice as many, the rest of the free memory as it was
+        tokens = budget_cls(wide, pre - (pre - budget.post) / 2).most_tokens(headroom_min)
+        if tokens > 0:
+            lines.append("twice the GPUs (sglang_%s %d): about %s tokens (an estimate): %d at full length, or %s"
+                         % (knob, wide[knob], _fmt(tokens), tokens // target,
+                            _at_once(tokens, target, max(tokens // target, SEED_RUNNING))))
     lower = target // 2
-    if lower > 0:
+    if lower > 0 and launches(dict(spec, context_target=lower)):
         lines.append("a lower target (sglang_context_target %s): this pool holds %d at full length"
                      % (_fmt(lower), pool // lower))
     return lines

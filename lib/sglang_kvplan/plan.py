@@ -29,7 +29,6 @@ from .model import (
     target_cell_bytes,
 )
 from .pages import page_note, pin_granule, pool_page
-from .refusals import check_launch
 from .server import dist_init_addr, parallel_args
 from .spec import KVPlanError, load_presets, normalize_spec
 
@@ -178,15 +177,9 @@ class Budget:
 
 def _wider(spec):
     """Twice the GPUs, as the fix to suggest: PP doubled, or TP where the release refuses that PP at launch
-    (DFLASH needs pp_size 1: refusals.py), so the planner never proposes a plan SGLang would refuse."""
-    for knob in ("pp_size", "tp_size"):
-        wider = dict(spec, **{knob: spec[knob] * 2})
-        try:
-            check_launch(wider)
-        except KVPlanError:
-            continue
-        return knob, wider
-    return "pp_size", dict(spec, pp_size=spec["pp_size"] * 2)
+    (DFLASH needs pp_size 1: refusals.py), so the planner never proposes a plan SGLang would refuse; (None, None)
+    when it refuses both. One rule with the printed alternatives (concurrency.wider)."""
+    return concurrency.wider(spec)
 
 
 def _infeasible(spec, budget, pre, required, calibrated, native_note):
@@ -212,11 +205,12 @@ def _infeasible(spec, budget, pre, required, calibrated, native_note):
         fixes.append("lower sglang_context_target to at most %s, the most that fits as configured" % _fmt(largest))
     wider_post = pre - (pre - budget.post) / 2
     wider_knob, wider = _wider(spec)
-    fixes.append("use more GPUs: with sglang_%s %d (%d GPUs, weights %s split over twice as many) "
-                 "about %s tokens would fit (an estimate; the run measures it)"
-                 % (wider_knob, wider[wider_knob], wider["tp_size"] * wider["pp_size"],
-                    "and layers" if wider_knob == "pp_size" else "and heads",
-                    _fmt(Budget(wider, wider_post).most_tokens(headroom))))
+    if wider_knob is not None:  # not when the release refuses twice the GPUs both ways
+        fixes.append("use more GPUs: with sglang_%s %d (%d GPUs, weights %s split over twice as many) "
+                     "about %s tokens would fit (an estimate; the run measures it)"
+                     % (wider_knob, wider[wider_knob], wider["tp_size"] * wider["pp_size"],
+                        "and layers" if wider_knob == "pp_size" else "and heads",
+                        _fmt(Budget(wider, wider_post).most_tokens(headroom))))
     draft = ""
     if spec["speculative"]:
         draft = " The %s draft takes %s B/token%s and %.2f GiB of weights per GPU." % (
