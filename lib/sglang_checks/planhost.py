@@ -6,7 +6,7 @@ from collections.abc import Mapping
 
 import sglang_kvplan
 
-from sglang_checks import planspec
+from sglang_checks import drafter, planspec
 
 
 def plain(value):
@@ -79,6 +79,10 @@ def plan_host(host, hostvars, knobs, measured=None, gpus=None, calibrations=None
         rank0 = nodes[0]
         address = hostvars[rank0].get("ansible_host", rank0) if rank0 in hostvars else rank0
         spec, server, node = planspec.spec(host, knobs, per_node, address, measured)
+        # a drafter of another model, refused by name before any plan (drafter.py: what SGLang 0.5.23 requires)
+        mismatch = drafter.refusal(spec)
+        if mismatch:
+            return {"error": "%s: %s" % (host, mismatch)}
         # after spec(): its node placement has named a tp/pp that is not a GPU count, or nodes that do not split it
         short = planspec.gpu_count_refusals(host, knobs, per_node)
         if short:
