@@ -198,10 +198,10 @@ def _infeasible(spec, budget, pre, required, calibrated, native_note):
     fixes = []
     if spec["kv_cache_dtype"] not in ("fp8_e4m3", "fp8_e5m2"):
         fp8 = Budget(dict(spec, kv_cache_dtype="fp8_e4m3"), budget.post)
-        if fp8.cell < budget.cell and fp8.headroom(required) >= headroom:
+        if fp8.cell < budget.cell and fp8.headroom(required) >= headroom and concurrency.launches(fp8.spec):
             fixes.append("set sglang_kv_cache_dtype: fp8_e4m3 (%s B/token instead of %s): %s tokens fit, leaving "
                          "%.2f GiB" % (_fmt(fp8.cell), _fmt(budget.cell), _fmt(target), fp8.headroom(required)))
-    if largest > 0:
+    if largest > 0 and concurrency.launches(dict(spec, context_target=largest)):  # each fix passes the launch check
         fixes.append("lower sglang_context_target to at most %s, the most that fits as configured" % _fmt(largest))
     wider_post = pre - (pre - budget.post) / 2
     wider_knob, wider = _wider(spec)
