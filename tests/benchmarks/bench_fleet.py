@@ -38,7 +38,7 @@ def inventory(folder, count):
                     os.path.join(folder, "host_vars", host + ".yml"))
     path = os.path.join(folder, "hosts.yml")
     with open(path, "w", encoding="utf-8") as handle:
-        yaml.safe_dump({"sglang_servers": {"hosts": hosts}}, handle)
+        yaml.safe_dump({"sglang_servers": {"children": {"kimi_k26_dflash": {"hosts": hosts}}}}, handle)  # ct200's group
     return path
 
 

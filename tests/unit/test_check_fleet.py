@@ -35,7 +35,9 @@ def ansible_inventory(folder, count):
         shutil.copy(os.path.join(REPO, "inventory", "host_vars", "ct200.yml"),
                     os.path.join(folder, "host_vars", host + ".yml"))
     with open(os.path.join(folder, "hosts.yml"), "w", encoding="utf-8") as handle:
-        yaml.safe_dump({"sglang_servers": {"hosts": {h: {"ansible_host": "192.0.2.1"} for h in hosts}}}, handle)
+        # in ct200's model group, as inventory/hosts.yml has it (Kimi K2.6, TP8, its drafter)
+        group = {"hosts": {h: {"ansible_host": "192.0.2.1"} for h in hosts}}
+        yaml.safe_dump({"sglang_servers": {"children": {"kimi_k26_dflash": group}}}, handle)
     loader = DataLoader()
     inventory = InventoryManager(loader=loader, sources=[os.path.join(folder, "hosts.yml")])
     variables = VariableManager(loader=loader, inventory=inventory)

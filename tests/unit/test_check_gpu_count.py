@@ -36,7 +36,8 @@ def plans(folder, extra, gpus=CT200_GPUS, hosts=("ct200",)):
         with open(os.path.join(folder, "host_vars", host + ".yml"), "w", encoding="utf-8") as handle:
             yaml.safe_dump(host_vars, handle)
     with open(os.path.join(folder, "hosts.yml"), "w", encoding="utf-8") as handle:
-        yaml.safe_dump({"sglang_servers": {"hosts": {h: {} for h in hosts}}}, handle)
+        # in ct200's model group, as inventory/hosts.yml has it (Kimi K2.6, TP8, its drafter)
+        yaml.safe_dump({"sglang_servers": {"children": {"kimi_k26_dflash": {"hosts": {h: {} for h in hosts}}}}}, handle)
     loader = DataLoader()
     inventory = InventoryManager(loader=loader, sources=[os.path.join(folder, "hosts.yml")])
     hostvars = HostVars(inventory, VariableManager(loader=loader, inventory=inventory), loader)

@@ -49,7 +49,8 @@ def test_the_defaults_pass():
 
 def test_the_repository_inventory_passes():
     variables = {}
-    for path in ("inventory/group_vars/sglang_servers.yml", "inventory/host_vars/ct200.yml"):
+    for path in ("inventory/group_vars/sglang_servers.yml", "inventory/group_vars/kimi_k26_dflash.yml",
+                 "inventory/host_vars/ct200.yml"):
         with open(os.path.join(REPO, path), encoding="utf-8") as handle:
             variables.update(yaml.safe_load(handle) or {})
     assert refused(**{key: value for key, value in variables.items() if key.startswith("sglang_")}) == []
