@@ -17,7 +17,8 @@ What SGLang 0.5.23 requires, from its wheel (sglang-0.5.23-cp311-cp311-manylinux
   target's.
 - the vocabulary: the borrowed lm_head and embeddings are the target's vocabulary, so a DFLASH or EAGLE draft's
   vocab_size is the target's (an EAGLE3 draft's own head may be smaller, draft_vocab_size; its vocab_size, the
-  embeddings it is given, is still the target's). Compared when both configs carry it (the presets do not).
+  embeddings it is given, is still the target's). Compared when both configs carry it (the presets do not), and
+  not for a DFLASH draft with embeddings of its own (has_embed_tokens, Nemotron 3.5's: dflash_utils.py:461-470).
 - DFLASH's target layers: the draft reads the hidden states of dflash_config.target_layer_ids from the target;
   spec_aux_hidden_state.py:247 resolves them against the running target's num_hidden_layers and
   speculative/dflash_utils.py:580-584 refuses an id past them ('DFLASH target_layer_ids contains an out-of-range
@@ -89,7 +90,11 @@ def refusal(spec):
         return ("%s: the draft's hidden_size is %d, the target's %d: SGLang %s gives the %s draft the target's %s "
                 "(%s), so they must be equal. %s" % (where, draft_hidden, hidden, RELEASE, algorithm, what, cited, fix))
     vocab, draft_vocab = _int(inner, "vocab_size"), _int(draft_inner, "vocab_size")
-    if vocab and draft_vocab and vocab != draft_vocab:
+    # A DFLASH draft with its own embeddings (has_embed_tokens: Nemotron 3.5's, "checkpoint-local vocabulary
+    # modules", speculative/dflash_utils.py:461-470, used by dflash_worker_v2.py:223-228) names their size, not
+    # the target's head's: not compared.
+    own_embeddings = algorithm == "DFLASH" and bool(draft.get("has_embed_tokens"))
+    if vocab and draft_vocab and vocab != draft_vocab and not own_embeddings:
         return ("%s: the draft's vocab_size is %d, the target's %d: SGLang %s gives the %s draft the target's %s "
                 "(%s), one vocabulary. %s" % (where, draft_vocab, vocab, RELEASE, algorithm, what, cited, fix))
     if algorithm == "DFLASH":

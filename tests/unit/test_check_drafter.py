@@ -52,6 +52,9 @@ def test_another_vocabulary_is_refused_when_both_configs_say_it():
     target["text_config"]["vocab_size"] = 151936
     text = drafter.refusal(spec(model_config=target, draft_model_config=KIMI_DFLASH))
     assert "the draft's vocab_size is 163840, the target's 151936" in text, text
+    # a DFLASH draft with its own embeddings (Nemotron 3.5's) sizes them itself: not compared
+    own = dict(KIMI_DFLASH, has_embed_tokens=True)
+    assert drafter.refusal(spec(model_config=target, draft_model_config=own)) is None
 
 
 def test_target_layers_past_the_target_are_refused():
