@@ -11,6 +11,7 @@ Mirrors SGLang's model_runner / pool_configurator (docs/kv-pool-formula.md has t
 
 import math
 
+from .architectures import GEMMA3, check_architecture
 from .refusals import check_launch, check_lora
 from .releases import ELEM_BYTES, MODEL_FREE_ALGORITHMS, OWN_GEOMETRY_ALGORITHMS, RULES, first_release_with
 from .spec import KVPlanError
@@ -90,7 +91,10 @@ def check_geometry(spec):
     check_config_types(spec["model_config"])
     check_lora(spec)
     cfg = text_config(spec["model_config"])
-    unsupported = _unsupported_layout(cfg)
+    # The architecture decides first (architectures.py): an unknown one is refused, never planned as another.
+    # Gemma 3 carries sliding_window/layer_types that the releases it is known on turn off (one plain pool).
+    arch = check_architecture(spec["model_config"], spec["_release"])
+    unsupported = None if arch == GEMMA3 else _unsupported_layout(cfg)
     if unsupported:
         raise KVPlanError("model_config: this checkpoint uses %s (config.json has %r), which the planner cannot "
                           "size: its plan would be wrong. Size it by hand with --max-total-tokens, or choose a "

@@ -1,0 +1,109 @@
+"""The architectures the planner sizes, by config.json `architectures[0]`, and the families it refuses by name.
+
+The planner's cell formula (model.py) is SGLang's plain pool: MHA/GQA or MLA, every layer full attention. A
+checkpoint is planned only when its architecture is in KNOWN: a list of what is known, never a list of refused
+keys, so a new layout (Kimi-Linear's KDA layers slipped past the keys) is refused instead of planned as another.
+Each entry cites the SGLang 0.5.23 model file whose EntryClass serves it (sglang/srt/models/<file>:<line>).
+"""
+
+from .spec import KVPlanError
+
+# architectures[0] -> SGLang 0.5.23 model file:line of its EntryClass. Every entry is full attention on every
+# layer (the plain formula is SGLang's: model_executor/pool_configurator.py:491-498 for MHA/GQA, the MLA branch
+# above it), MoE or dense alike: experts change the weights, not the KV cell.
+KNOWN = {
+    "LlamaForCausalLM": "models/llama.py:968",
+    "MistralForCausalLM": "models/mistral.py:191",
+    "MixtralForCausalLM": "models/mixtral.py:482",
+    "Qwen2ForCausalLM": "models/qwen2.py:797",  # an unused sliding_window: use_sliding_window false (model.py)
+    "Qwen2MoeForCausalLM": "models/qwen2_moe.py:1436",
+    "Qwen3ForCausalLM": "models/qwen3.py:808",
+    "Qwen3MoeForCausalLM": "models/qwen3_moe.py:1298",
+    "DeepseekV2ForCausalLM": "models/deepseek_v2.py:3595",  # MLA
+    "DeepseekV3ForCausalLM": "models/deepseek_v2.py:3595",  # MLA: DeepSeek-V3/R1, Kimi K2
+    "KimiK25ForConditionalGeneration": "models/kimi_k25.py:988",  # MLA text_config (DeepseekV3), Kimi K2.5/K2.6
+    # GQA text model (its window attention is in the vision encoder only, which holds no KV), multimodal reserve
+    "Qwen2_5_VLForConditionalGeneration": "models/qwen2_5_vl.py:1004",
+    # A DFLASH draft (the kimi-k2.6-dflash preset): plain GQA, sized as 0.5.23 speculative/dflash_utils.py
+    # dflash_draft_cell_size_per_token does; drafter.py checks it against its target.
+    "DFlashDraftModel": "models/dflash.py:1317",
+}
+
+# Families SGLang serves with pools the planner does not model yet: refused by name, with what they need.
+UNSIZED = {
+    "GptOssForCausalLM": ("gpt-oss", "models/gpt_oss.py:1446",
+                          "sliding-window attention on half its layers (a second, windowed pool split by "
+                          "--swa-full-tokens-ratio, model_executor/pool_configurator.py:656-810)"),
+    "Qwen3NextForCausalLM": ("Qwen3-Next", "models/qwen3_next.py:1316",
+                             "hybrid linear attention (Gated DeltaNet state pools per request slot beside the KV "
+                             "pool, --mamba-full-memory-ratio)"),
+    "NemotronHForCausalLM": ("Nemotron-H", "models/nemotron_h.py:1361",
+                             "Mamba layers (state pools per request slot beside the KV pool, "
+                             "--mamba-full-memory-ratio)"),
+    "DeepseekV32ForCausalLM": ("DeepSeek-V3.2", "models/deepseek_v2.py:3595",
+                               "DeepSeek sparse attention (an indexer cache beside the MLA pool, page 64, "
+                               "model_executor/pool_configurator.py:283-309, 399-410)"),
+    "KimiLinearForCausalLM": ("Kimi-Linear", "models/kimi_linear.py:1017",
+                              "KDA linear-attention layers (the layers linear_attn_config names keep a state per "
+                              "request slot; only its full-attention layers hold KV)"),
+    "Gemma3ForCausalLM": ("Gemma 3 (text-only)", "models/gemma3_causal.py:1092",
+                          "sliding-window attention; the planner sizes Gemma 3 only as "
+                          "Gemma3ForConditionalGeneration, on releases that turn the split off (model.py)"),
+}
+
+# Gemma 3 (the released multimodal checkpoints): every release in releases/rules.json, 0.5.9 to 0.5.23, sets
+# disable_hybrid_swa_memory for Gemma3ForConditionalGeneration ("Disable hybrid SWA memory for ... as it is not
+# yet supported"): 0.5.9 server_args.py:1475-1486; 0.5.15-0.5.18 arg_groups/overrides.py (_register_for);
+# 0.5.19-0.5.23 arg_groups/model_overrides/gemma2_gemma3.py:13-26. With it is_hybrid_swa is false (0.5.23
+# configs/model_config.py:1217) and the pool is the plain MHA pool over all layers (pool_configurator.py:491-498:
+# kv_heads per TP x (head_dim + v_head_dim) x layers x elem). A release not listed here is refused by name.
+GEMMA3 = "Gemma3ForConditionalGeneration"
+GEMMA3_PLAIN_POOL_RELEASES = frozenset((
+    "0.5.9", "0.5.10", "0.5.10.post1", "0.5.11", "0.5.12", "0.5.12.post1", "0.5.13", "0.5.13.post1", "0.5.14",
+    "0.5.15", "0.5.15.post1", "0.5.16", "0.5.17", "0.5.18", "0.5.19", "0.5.20", "0.5.21", "0.5.22", "0.5.23",
+))
+
+
+def architecture(config, where="model_config"):
+    """config.json's architectures[0], or None where the config names none.
+
+    None: a geometry written by hand (sglang_model_config without `architectures`, and the planner's unit tests).
+    Every real config.json names its architecture (SGLang cannot load one that does not: configs/model_config.py
+    reads hf_config.architectures), and every preset names one, so a config without it is not a checkpoint
+    staged on a host; it is planned by its geometry under the key checks (model.py _unsupported_layout), as
+    the operator who wrote it asked."""
+    value = config.get("architectures")
+    if value is None:
+        return None
+    if not isinstance(value, list) or not value or not isinstance(value[0], str) or not value[0]:
+        raise KVPlanError("%s: 'architectures' in the model's config.json must be a list naming the model class "
+                          "(e.g. [\"Qwen3ForCausalLM\"]), got %r. Stage the checkpoint's config.json again."
+                          % (where, value if len(repr(value)) <= 60 else repr(value)[:40] + "..."))
+    return value[0]
+
+
+def check_architecture(config, release, where="model_config"):
+    """Refuse an architecture the planner does not know, or knows it cannot size; return it (or None)."""
+    arch = architecture(config, where)
+    if arch is None or arch in KNOWN:
+        return arch
+    if arch == GEMMA3:
+        if release in GEMMA3_PLAIN_POOL_RELEASES:
+            return arch
+        raise KVPlanError("%s: Gemma 3 (architectures %s) has sliding-window layers; SGLang %s is not one of the "
+                          "releases known to disable hybrid SWA memory for it (0.5.9-0.5.23, "
+                          "arg_groups/model_overrides/gemma2_gemma3.py in 0.5.23), so its pool split cannot be "
+                          "sized. Use one of those releases, or size it by hand with --max-total-tokens."
+                          % (where, arch, release))
+    if arch in UNSIZED:
+        family, source, needs = UNSIZED[arch]
+        raise KVPlanError("%s: %s (architectures %s, SGLang 0.5.23 %s) needs %s, which the planner does not model "
+                          "yet: its plan would be wrong. Size it by hand with --max-total-tokens, or choose a "
+                          "full-attention model (%s)." % (where, family, arch, source, needs, _known_short()))
+    raise KVPlanError("%s: architectures %s is not one the planner knows, so it cannot tell its attention layout "
+                      "(it sizes full-attention GQA/MHA and MLA models: %s). Size it by hand with "
+                      "--max-total-tokens, or choose a known model." % (where, arch, _known_short()))
+
+
+def _known_short():
+    return "Llama, Mistral/Mixtral, Qwen2/Qwen3 (MoE too), DeepSeek-V2/V3/R1, Kimi K2/K2.5/K2.6, Gemma 3"

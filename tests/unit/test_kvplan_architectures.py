@@ -1,0 +1,110 @@
+"""The planner sizes what it knows, by config.json `architectures[0]` (lib/sglang_kvplan/architectures.py), and
+refuses the rest (issue 35 item 1: "an unknown architecture is refused, never planned as another"). Before, it
+refused a list of config.json keys, and Kimi-Linear (KDA layers marked by `linear_attn_config`, none of those
+keys) was planned as plain MLA over all 27 layers: 31,104 B/token where SGLang 0.5.23 counts its 7
+full-attention layers."""
+
+import pytest
+import sglang_kvplan as kv
+from sglang_kvplan.architectures import KNOWN
+
+H200 = {"gpu_memory_mib": 143_771, "context_target": 32_768, "version": "0.5.23"}
+
+# Kimi-Linear-48B-A3B-Instruct's config.json (moonshotai, the attention fields): MLA full-attention layers and
+# KDA layers listed in linear_attn_config; no sliding_window, layer_types, mamba_* or index_topk key.
+KIMI_LINEAR = {
+    "architectures": ["KimiLinearForCausalLM"], "model_type": "kimi_linear", "torch_dtype": "bfloat16",
+    "num_hidden_layers": 27, "hidden_size": 2304, "num_attention_heads": 32, "num_key_value_heads": 32,
+    "kv_lora_rank": 512, "qk_rope_head_dim": 64, "qk_nope_head_dim": 128, "v_head_dim": 128,
+    "max_position_embeddings": 1_048_576,
+    "linear_attn_config": {"kda_layers": [1, 2, 3, 5, 6, 7, 9, 10, 11, 13, 14, 15, 17, 18, 19, 21, 22, 23, 25, 26],
+                           "full_attn_layers": [4, 8, 12, 16, 20, 24, 27], "head_dim": 128, "num_heads": 32,
+                           "short_conv_kernel_size": 4},
+}
+
+# google/gemma-3-27b-it config.json (the fields the pool reads): a multimodal wrapper, text geometry under
+# text_config, sliding_window 1024 on 5 of 6 layers. max_position_embeddings is Gemma3TextConfig's default.
+GEMMA3_27B = {
+    "architectures": ["Gemma3ForConditionalGeneration"], "model_type": "gemma3", "torch_dtype": "bfloat16",
+    "text_config": {"model_type": "gemma3_text", "head_dim": 128, "hidden_size": 5376, "num_attention_heads": 32,
+                    "num_hidden_layers": 62, "num_key_value_heads": 16, "query_pre_attn_scalar": 168,
+                    "sliding_window": 1024, "max_position_embeddings": 131_072,
+                    "rope_scaling": {"factor": 8.0, "rope_type": "linear"}},
+    "vision_config": {"model_type": "siglip_vision_model", "num_hidden_layers": 27},
+}
+
+GQA = {"num_hidden_layers": 32, "num_attention_heads": 32, "num_key_value_heads": 8, "hidden_size": 4096,
+       "max_position_embeddings": 131_072}
+
+
+def refusal(config, **spec):
+    with pytest.raises(kv.KVPlanError) as err:
+        kv.plan(dict(H200, model_config=config, **spec))
+    return str(err.value)
+
+
+def test_kimi_linear_is_refused_by_name():
+    # Before: planned, kv.cell_bytes == (512 + 64) x 27 x 2 = 31,104 (the MLA formula over every layer)
+    message = refusal(KIMI_LINEAR)
+    assert "Kimi-Linear" in message and "KimiLinearForCausalLM" in message and "KDA" in message
+    assert "--max-total-tokens" in message
+
+
+@pytest.mark.parametrize("arch, family, need", [
+    ("GptOssForCausalLM", "gpt-oss", "sliding-window"),
+    ("Qwen3NextForCausalLM", "Qwen3-Next", "hybrid linear attention"),
+    ("NemotronHForCausalLM", "Nemotron-H", "Mamba"),
+    ("DeepseekV32ForCausalLM", "DeepSeek-V3.2", "indexer"),
+    ("KimiLinearForCausalLM", "Kimi-Linear", "KDA"),
+    ("Gemma3ForCausalLM", "Gemma 3", "sliding-window"),
+])
+def test_known_families_the_planner_cannot_size_are_refused_by_name(arch, family, need):
+    # A plain GQA geometry under each name: the architecture decides, not the keys (none of them is here)
+    message = refusal(dict(GQA, architectures=[arch]))
+    assert family in message and arch in message and need in message and "--max-total-tokens" in message
+
+
+def test_an_invented_architecture_is_refused_with_what_is_known():
+    message = refusal(dict(GQA, architectures=["FancyNewForCausalLM"]))
+    assert "architectures FancyNewForCausalLM is not one the planner knows" in message
+    assert "Qwen2/Qwen3" in message and "--max-total-tokens" in message
+
+
+@pytest.mark.parametrize("value", [[], "LlamaForCausalLM", [3], [""]])
+def test_a_damaged_architectures_value_is_refused_naming_it(value):
+    message = refusal(dict(GQA, architectures=value))
+    assert "'architectures'" in message and repr(value) in message
+
+
+def test_the_architecture_decides_before_the_keys():
+    # A known full-attention architecture with a hybrid key still gets the key check (the table decides first,
+    # the keys are kept for layouts a known class may carry), and a known class plans the same geometry as before.
+    assert "full_attention_interval" in refusal(dict(GQA, architectures=["Qwen3ForCausalLM"],
+                                                     full_attention_interval=4))
+    assert kv.cell_bytes(dict(model_config=dict(GQA, architectures=["LlamaForCausalLM"]))) == 8 * 256 * 32 * 2
+
+
+def test_every_preset_names_a_known_architecture():
+    for name, preset in kv.load_presets().items():
+        archs = preset["config"]["architectures"]
+        assert archs[0] in KNOWN, name
+
+
+def test_gemma3_27b_on_h200_at_0_5_23_is_one_plain_pool():
+    # 0.5.23 arg_groups/model_overrides/gemma2_gemma3.py:13-26 sets disable_hybrid_swa_memory, so
+    # configs/model_config.py:1217 is_hybrid_swa is false and pool_configurator.py:491-498 sizes
+    # kv_heads/TP x (head_dim + v_head_dim) x layers x elem = 16 x (128 + 128) x 62 x 2 over all 62 layers.
+    assert kv.cell_bytes(dict(H200, model_config=GEMMA3_27B)) == 16 * 256 * 62 * 2 == 507_904
+    assert kv.cell_bytes(dict(H200, model_config=GEMMA3_27B, tp_size=2)) == 8 * 256 * 62 * 2
+    plan = kv.plan(dict(H200, model_config=GEMMA3_27B, checkpoint_gib=51.0))
+    assert plan["max_total_tokens"] == 32_768 and plan["kv_bytes_per_token"] == 507_904
+
+
+def test_gemma3_on_a_release_without_the_rule_is_refused(monkeypatch):
+    # Every cached wheel, 0.5.9-0.5.23, has the rule (0.5.9 server_args.py:1475-1486); a release outside that
+    # set (here 0.5.9 taken out of it, as a release before the rule would be) is refused by name.
+    from sglang_kvplan import architectures
+    monkeypatch.setattr(architectures, "GEMMA3_PLAIN_POOL_RELEASES", frozenset({"0.5.23"}))
+    message = refusal(GEMMA3_27B, version="0.5.9")
+    assert "Gemma 3" in message and "0.5.9" in message and "disable hybrid SWA memory" in message
+    kv.plan(dict(H200, model_config=GEMMA3_27B, checkpoint_gib=51.0))  # 0.5.23 still planned
