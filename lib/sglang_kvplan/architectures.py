@@ -46,22 +46,28 @@ UNSIZED = {
     "KimiLinearForCausalLM": ("Kimi-Linear", "models/kimi_linear.py:1017",
                               "KDA linear-attention layers (the layers linear_attn_config names keep a state per "
                               "request slot; only its full-attention layers hold KV)"),
-    "Gemma3ForCausalLM": ("Gemma 3 (text-only)", "models/gemma3_causal.py:1092",
-                          "sliding-window attention; the planner sizes Gemma 3 only as "
-                          "Gemma3ForConditionalGeneration, on releases that turn the split off (model.py)"),
 }
 
-# Gemma 3 (the released multimodal checkpoints): every release in releases/rules.json, 0.5.9 to 0.5.23, sets
-# disable_hybrid_swa_memory for Gemma3ForConditionalGeneration ("Disable hybrid SWA memory for ... as it is not
-# yet supported"): 0.5.9 server_args.py:1475-1486; 0.5.15-0.5.18 arg_groups/overrides.py (_register_for);
-# 0.5.19-0.5.23 arg_groups/model_overrides/gemma2_gemma3.py:13-26. With it is_hybrid_swa is false (0.5.23
-# configs/model_config.py:1217) and the pool is the plain MHA pool over all layers (pool_configurator.py:491-498:
-# kv_heads per TP x (head_dim + v_head_dim) x layers x elem). A release not listed here is refused by name.
-GEMMA3 = "Gemma3ForConditionalGeneration"
-GEMMA3_PLAIN_POOL_RELEASES = frozenset((
-    "0.5.9", "0.5.10", "0.5.10.post1", "0.5.11", "0.5.12", "0.5.12.post1", "0.5.13", "0.5.13.post1", "0.5.14",
-    "0.5.15", "0.5.15.post1", "0.5.16", "0.5.17", "0.5.18", "0.5.19", "0.5.20", "0.5.21", "0.5.22", "0.5.23",
-))
+# Gemma 3: every release in releases/rules.json, 0.5.9 to 0.5.23, sets disable_hybrid_swa_memory for
+# Gemma3ForConditionalGeneration and Gemma3ForCausalLM ("Disable hybrid SWA memory for ... as it is not yet
+# supported"; the line of each release below). With it is_hybrid_swa is false (0.5.23 configs/model_config.py:1217)
+# and the pool is the plain MHA pool over all layers (0.5.23 model_executor/pool_configurator.py:491-498:
+# kv_heads per TP x (head_dim + v_head_dim) x layers x elem), head_dim as text_config gives it (128 for 27B).
+# A release not listed here is refused by name.
+GEMMA3 = frozenset(("Gemma3ForConditionalGeneration", "Gemma3ForCausalLM"))
+_SERVER_ARGS, _OVERRIDES, _GEMMA_FILE = ("server_args.py:", "arg_groups/overrides.py:",
+                                         "arg_groups/model_overrides/gemma2_gemma3.py:")
+GEMMA3_PLAIN_POOL = {
+    "0.5.9": _SERVER_ARGS + "1476-1487", "0.5.10": _SERVER_ARGS + "1866-1877",
+    "0.5.10.post1": _SERVER_ARGS + "1866-1877", "0.5.11": _SERVER_ARGS + "2075-2086",
+    "0.5.12": _SERVER_ARGS + "2212-2223", "0.5.12.post1": _SERVER_ARGS + "2212-2223",
+    "0.5.13": _SERVER_ARGS + "2353-2364", "0.5.13.post1": _SERVER_ARGS + "2353-2364",
+    "0.5.14": _SERVER_ARGS + "4045-4056", "0.5.15": _OVERRIDES + "450-462", "0.5.15.post1": _OVERRIDES + "450-462",
+    "0.5.16": _OVERRIDES + "552-564", "0.5.17": _OVERRIDES + "849-861", "0.5.18": _OVERRIDES + "902-914",
+    "0.5.19": _GEMMA_FILE + "16-29", "0.5.20": _GEMMA_FILE + "16-29", "0.5.21": _GEMMA_FILE + "13-26",
+    "0.5.22": _GEMMA_FILE + "13-26", "0.5.23": _GEMMA_FILE + "13-26",
+}
+GEMMA3_PLAIN_POOL_RELEASES = frozenset(GEMMA3_PLAIN_POOL)
 
 
 def architecture(config, where="model_config"):
@@ -87,7 +93,7 @@ def check_architecture(config, release, where="model_config"):
     arch = architecture(config, where)
     if arch is None or arch in KNOWN:
         return arch
-    if arch == GEMMA3:
+    if arch in GEMMA3:
         if release in GEMMA3_PLAIN_POOL_RELEASES:
             return arch
         raise KVPlanError("%s: Gemma 3 (architectures %s) has sliding-window layers; SGLang %s is not one of the "

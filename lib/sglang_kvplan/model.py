@@ -94,7 +94,7 @@ def check_geometry(spec):
     # The architecture decides first (architectures.py): an unknown one is refused, never planned as another.
     # Gemma 3 carries sliding_window/layer_types that the releases it is known on turn off (one plain pool).
     arch = check_architecture(spec["model_config"], spec["_release"])
-    unsupported = None if arch == GEMMA3 else _unsupported_layout(cfg)
+    unsupported = None if arch in GEMMA3 else _unsupported_layout(cfg)
     if unsupported:
         raise KVPlanError("model_config: this checkpoint uses %s (config.json has %r), which the planner cannot "
                           "size: its plan would be wrong. Size it by hand with --max-total-tokens, or choose a "

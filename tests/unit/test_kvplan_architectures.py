@@ -4,6 +4,10 @@ refused a list of config.json keys, and Kimi-Linear (KDA layers marked by `linea
 keys) was planned as plain MLA over all 27 layers: 31,104 B/token where SGLang 0.5.23 counts its 7
 full-attention layers."""
 
+import glob
+import os
+import zipfile
+
 import pytest
 import sglang_kvplan as kv
 from sglang_kvplan.architectures import KNOWN
@@ -56,7 +60,6 @@ def test_kimi_linear_is_refused_by_name():
     ("NemotronHForCausalLM", "Nemotron-H", "Mamba"),
     ("DeepseekV32ForCausalLM", "DeepSeek-V3.2", "indexer"),
     ("KimiLinearForCausalLM", "Kimi-Linear", "KDA"),
-    ("Gemma3ForCausalLM", "Gemma 3", "sliding-window"),
 ])
 def test_known_families_the_planner_cannot_size_are_refused_by_name(arch, family, need):
     # A plain GQA geometry under each name: the architecture decides, not the keys (none of them is here)
@@ -108,3 +111,34 @@ def test_gemma3_on_a_release_without_the_rule_is_refused(monkeypatch):
     message = refusal(GEMMA3_27B, version="0.5.9")
     assert "Gemma 3" in message and "0.5.9" in message and "disable hybrid SWA memory" in message
     kv.plan(dict(H200, model_config=GEMMA3_27B, checkpoint_gib=51.0))  # 0.5.23 still planned
+
+
+# google/gemma-3-1b-it: text-only, a flat config with layer_types (5 sliding of every 6) and sliding_window 512.
+GEMMA3_1B = {"architectures": ["Gemma3ForCausalLM"], "torch_dtype": "bfloat16", "head_dim": 256, "hidden_size": 1152,
+             "num_attention_heads": 4, "num_hidden_layers": 26, "num_key_value_heads": 1, "sliding_window": 512,
+             "max_position_embeddings": 32_768,
+             "layer_types": (["sliding_attention"] * 5 + ["full_attention"]) * 4 + ["sliding_attention"] * 2}
+
+
+def test_gemma3_text_only_is_one_plain_pool_too():
+    # The same override names Gemma3ForCausalLM (0.5.23 gemma2_gemma3.py:13-19): 1 x (256 + 256) x 26 x 2
+    assert kv.cell_bytes(dict(H200, model_config=GEMMA3_1B)) == 1 * 512 * 26 * 2
+
+
+WHEELS = os.path.join(os.path.dirname(__file__), "..", "..", ".cache", "sglang-wheels")
+
+
+@pytest.mark.parametrize("release", sorted(kv.RULES))
+def test_each_release_turns_hybrid_swa_off_for_gemma3_at_the_cited_lines(release):
+    # The table's citation, read in the release's own wheel: the Gemma 3 classes and the override at those lines.
+    from sglang_kvplan.architectures import GEMMA3_PLAIN_POOL
+    wheels = glob.glob(os.path.join(WHEELS, "sglang-%s-*.whl" % release))
+    if not wheels:
+        pytest.skip("the %s wheel is not cached in .cache/sglang-wheels (make releases fetches it)" % release)
+    path, lines = GEMMA3_PLAIN_POOL[release].rsplit(":", 1)
+    first, last = (int(n) for n in lines.split("-"))
+    with zipfile.ZipFile(wheels[0]) as wheel:
+        text = wheel.read("sglang/srt/" + path).decode().splitlines()[first - 1:last]
+    cited = "\n".join(text)
+    assert "Gemma3ForConditionalGeneration" in cited and "Gemma3ForCausalLM" in cited, cited
+    assert "disable_hybrid_swa_memory" in cited and "True" in cited, cited
