@@ -1,5 +1,6 @@
 """The check phase's filter: every host of a run checked on the controller, with no connection.
 
+  {{ hostvars | sglang_check_extra_vars }}    -e names with a leading _ (they would replace the check's own result)
   {{ ansible_play_hosts_all | sglang_check_hosts(hostvars, groups) }}          every refusal, one sentence each
   {{ inventory_hostname | sglang_check_host(hostvars, group, knobs, seen, groups['all']) }}
       one host's own, as its role checks it on every run
@@ -130,9 +131,17 @@ def check_host(host, hostvars, group="sglang_servers", knobs=None, seen=None, in
     groups = set(variables["group_names"]) | {group}
     names = list(hostvars[host]) + list(seen or [])
     others = _others(hostvars, set(inventory_hosts if inventory_hosts is not None else hostvars))
-    return broken or inputs.host_refusals(host, variables, groups, inputs.roles_at(_ROLES), sglang_kvplan.rules_for,
-                                          with_values=knobs is not None, others=others,
-                                          outside=_outside(host, hostvars, names, _extra_vars(hostvars)))
+    extra_vars = _extra_vars(hostvars)
+    return inputs.private_extra_var_refusals(host, extra_vars) + (
+        broken or inputs.host_refusals(host, variables, groups, inputs.roles_at(_ROLES), sglang_kvplan.rules_for,
+                                       with_values=knobs is not None, others=others,
+                                       outside=_outside(host, hostvars, names, extra_vars)))
+
+
+def check_extra_vars(hostvars):
+    """The run's refusals of -e names with a leading _ (check.yml's first task, inline: a fact this play sets could
+    itself be replaced by -e)."""
+    return inputs.private_extra_var_refusals("-e", _extra_vars(hostvars))
 
 
 def plan_knobs(ignored=None):
@@ -219,6 +228,7 @@ class FilterModule:
         return {
             "sglang_check_hosts": check_hosts,
             "sglang_check_host": check_host,
+            "sglang_check_extra_vars": check_extra_vars,
             "sglang_plan_host": plan_host,
             "sglang_plan_hosts": plan_hosts,
             "sglang_plan_knobs": plan_knobs,

@@ -326,6 +326,15 @@ def run_fact_refusals(host, names):
             "vars and the command line." % (host, name, name) for name in sorted(names)]
 
 
+def private_extra_var_refusals(where, extra_vars):
+    """One sentence per name with a leading _ that -e gives: Ansible's extra vars beat every variable and fact of a
+    play, so such a name would replace what a role or the check computes (-e _refusals=[] the check's own result)."""
+    return ["%s: -e sets %s, a private name (a leading _): extra vars beat every variable and fact of a play, so it "
+            "would replace what the roles and the check compute for themselves. Remove it from the command line; "
+            "the knobs are in docs/variables.md." % (where, name)
+            for name in sorted(n for n in extra_vars if isinstance(n, str) and n.startswith("_"))]
+
+
 class Others:
     """What the checks that read other hosts need (router.py): the inventory's host names, and one host's variables
     as plain values ({} for a name the inventory does not have)."""

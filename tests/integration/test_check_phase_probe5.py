@@ -114,3 +114,18 @@ def test_a_run_fact_from_the_inventory_is_refused_by_the_role_s_own_check(tmp_pa
     code, out = role_check("-i", str(path))
     assert code != 0, out
     assert "localhost: sglang_proof_level is the sglang role's own run fact" in out, out
+
+
+@pytest.mark.parametrize("private", ["_sglang_check_refusals", "_refusals"])
+def test_a_private_name_from_e_cannot_replace_the_check_phase_s_result(private):
+    # -e beats every fact of a play: the check phase's own list of refusals given as [] would let a typo through
+    code, out = playbook("-l", "ct200", "playbooks/check.yml",
+                         "-e", json.dumps({private: [], "sglang_context_targt": 300000, "ansible_host": NOWHERE}))
+    refused_without_connecting(code, out, ["-e sets %s, a private name" % private])
+
+
+@pytest.mark.parametrize("private", [{"_refusals": []}, {"_knobs": {}}])
+def test_a_private_name_from_e_cannot_replace_the_role_s_own_check(private):
+    code, out = role_check("-e", json.dumps(dict(private, sglang_tp_size="abc")))
+    assert code != 0, out
+    assert "localhost: -e sets %s, a private name" % next(iter(private)) in out, out
