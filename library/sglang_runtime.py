@@ -1,7 +1,9 @@
 #!/usr/bin/python
 """Ansible module: SGLang runtimes, one folder per package set (plan a build, mark one complete, read one's
 versions, prune the ones nothing names). The decisions are plain functions, unit-tested in
-tests/unit/test_sglang_runtime.py; the role's YAML only performs the pip installs and checks between them."""
+tests/unit/test_sglang_runtime.py; the role's YAML only performs the pip installs and checks between them.
+A manifest-less folder is taken for an interrupted build and removed: true only because the role calls this module
+under the host's run lock (library/sglang_run_lock.py), so no other run's build is in progress beside it."""
 
 from __future__ import annotations
 

@@ -169,6 +169,8 @@ def _checks(variables):
         "sglang_ready_timeout": lambda v: integer(v, 1, 86_400 * 7),
         "sglang_drain_timeout": lambda v: integer(v, 0, 86_400),
         "sglang_backup_keep": lambda v: integer(v, 1, 1000),
+        "sglang_run_lock_wait": lambda v: integer(v, 0, 86_400),
+        "sglang_run_lock_lease": lambda v: integer(v, 60, 86_400 * 7),
         "sglang_download_connections": lambda v: integer(v, 1, 64),
         "sglang_download_max_mb_per_s": lambda v: real(v, 0, 100000),
         "sglang_restart_sec": lambda v: integer(v, 0, 86_400),

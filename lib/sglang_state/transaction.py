@@ -6,6 +6,12 @@ nodes of a server across nodes move in lockstep: between two phases every node h
 the next phase takes the nodes' results as one argument ({node: that node's result}, gathered by the role from the
 documented `sglang_deploy` result each phase registers), never by reading another host's variables.
 
+Two runs never interleave here: the store's lock covers each store call only, so the whole transaction (the
+render's snapshot, the files it writes, the restart, a rescue's restore) runs under the host's run lock, taken by
+every entry point that reaches it (site.yml, rollback.yml, the role's main; library/sglang_run_lock.py). The lock
+is not checked again per phase: each phase is an action on the controller inside the run that holds it, and a
+second check would only repeat a read that no other run can change while the lease is held.
+
   render     keep the serving state in the backup store, render the unit, env file and config
   start      restart when this server's files changed (a node of a server across nodes restarts with its peers),
              keep the new state in the store, wait for /health_generate, read what SGLang measured while booting

@@ -1,0 +1,137 @@
+#!/usr/bin/python
+"""One run at a time changes a host: a lease record that spans a whole ansible-playbook run.
+
+Why a lease and not an flock: Ansible runs each task as its own process on the host, so no process lives as long as
+the run and an flock would be released after every task. The record (<dir>/.run-lock.json) is the lock; a short
+flock (<dir>/.run-lock) only makes each read-decide-write of it atomic, and the record is replaced by a rename, so a
+kill leaves the old record or the new one, never half of one.
+
+Why these staleness rules: a run that was killed cannot release its record, so another run must be able to take it
+over, yet a live run must never lose it. The boot id is not a rule: the driver role reboots the host in the middle
+of the holder's run, and that run must keep its lock. The record is stale when
+  - it was not renewed for `lease` seconds (the holder renews it at each phase; the lease is longer than any single
+    step), or
+  - the caller names its run id in take_over: the action plugin does that only when the holder ran on the same
+    controller and its ansible-playbook process is gone (or its pid now belongs to another process).
+"""
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+---
+module: sglang_run_lock
+short_description: Take, renew or release the host's run lock (one ansible-playbook run at a time changes the host)
+description:
+  - A lease record in C(dir) naming the run that holds it (run id, play, controller host, pid, user, start time,
+    the host's boot id). Taking it again with the same run id renews it, across the driver's reboot too.
+  - A second run waits up to C(wait) seconds, then fails with a sentence naming the holder.
+  - A record not renewed for C(lease) seconds, or the run named by C(take_over), is stale and is taken over.
+  - Never reports changed, the lock's own record is not a change of the host's state (a re-run stays changed=0).
+  - The action plugin of the same name fills C(run_id) and C(holder) from the controller; call it, not this
+    module, from a play.
+options:
+  state:
+    description: C(acquired) takes or renews the lock; C(released) gives it back (refused when another run holds it).
+    type: str
+    choices: [acquired, released]
+    default: acquired
+  dir:
+    description: The folder of the lock's files (the backup store's folder, created when missing).
+    type: path
+    required: true
+  run_id:
+    description: This ansible-playbook run's id (controller host, its pid and the start time of that process).
+    type: str
+    required: true
+  holder:
+    description: What a refusal says about this run (play, controller, pid, user, started).
+    type: dict
+    default: {}
+  wait:
+    description: Seconds to wait for another run's lock before failing.
+    type: int
+    default: 600
+  lease:
+    description: Seconds after its last renewal when another run's record is stale.
+    type: int
+    default: 21600
+  take_over:
+    description: The run id of a holder known to be gone; taken over at once while the record is still that run's.
+    type: str
+    default: ""
+author: sglang-longctx
+"""
+
+EXAMPLES = r"""
+- name: Take the host's run lock (the action plugin fills run_id and holder)
+  sglang_run_lock:
+    dir: /var/backups/sglang
+    wait: 600
+
+- name: Give it back
+  sglang_run_lock:
+    dir: /var/backups/sglang
+    state: released
+"""
+
+RETURN = r"""
+holder:
+  description: The record now in place (this run's after acquired), or the other run's when refused.
+  returned: always
+  type: dict
+taken_over:
+  description: The stale record this run replaced, or null.
+  returned: success
+  type: dict
+waited:
+  description: Seconds this run waited for the lock.
+  returned: success
+  type: float
+"""
+
+import os  # noqa: E402
+import time  # noqa: E402
+
+from ansible.module_utils.basic import AnsibleModule  # noqa: E402
+from ansible.module_utils.sglang_run_lease import LeaseError, LeaseHeld, acquire, release  # noqa: E402
+
+
+def main():
+    module = AnsibleModule(argument_spec={
+        "state": {"type": "str", "choices": ["acquired", "released"], "default": "acquired"},
+        "dir": {"type": "path", "required": True},
+        "run_id": {"type": "str", "required": True},
+        "holder": {"type": "dict", "default": {}},
+        "wait": {"type": "int", "default": 600},
+        "lease": {"type": "int", "default": 21600},
+        "take_over": {"type": "str", "default": ""},
+    }, supports_check_mode=True)
+    params = module.params
+    if not params["run_id"].strip():
+        module.fail_json(changed=False,
+                         msg="sglang_run_lock: run_id is empty: the action plugin sets it from the controller.")
+    for knob in ("wait", "lease"):
+        if params[knob] < 0:
+            module.fail_json(changed=False,
+                             msg="sglang_run_lock: %s is %s, not a number of seconds (0 or more)."
+                             % (knob, params[knob]))
+    started = time.monotonic()
+    try:
+        if params["state"] == "released":
+            record = release(params["dir"], params["run_id"], check=module.check_mode)
+            module.exit_json(changed=False, holder=record, taken_over=None, waited=0.0)
+        record, stale = acquire(params["dir"], params["run_id"], params["holder"], params["wait"], params["lease"],
+                                params["take_over"], check=module.check_mode)
+        module.exit_json(changed=False, holder=record, taken_over=stale, waited=round(time.monotonic() - started, 1))
+    except LeaseHeld as busy:
+        module.fail_json(changed=False, msg=str(busy), holder=busy.record, busy=True)
+    except LeaseError as error:
+        module.fail_json(changed=False, msg=str(error))
+    except (OSError, ValueError) as error:
+        module.fail_json(changed=False,
+                         msg="sglang_run_lock: the lock in %s cannot be used: %s" % (params["dir"], error))
+
+
+if __name__ == "__main__":
+    os.umask(0o077)  # the record names a user and a controller: readable by root only
+    main()
