@@ -59,7 +59,7 @@ options:
     description: The run id of a holder known to be gone; taken over at once while the record is still that run's.
     type: str
     default: ""
-author: sglang-longctx
+author: sglang-longctx maintainers (!UNKNOWN)
 """
 
 EXAMPLES = r"""

@@ -109,12 +109,12 @@ def acquire(folder, run_id, holder, wait, lease, take_over="", check=False, poll
             if check:
                 return busy.record, None  # --check changes nothing, so it does not wait for the run that does
             if time.monotonic() >= deadline:
-                raise LeaseHeld(
-                    "This host is being changed by another run: %s. Waited %d s (sglang_run_lock_wait). Let that "
-                    "run finish; if it is gone, its lock is taken over %d s after its last renewal "
-                    "(sglang_run_lock_lease), or at once by a run from the same controller, or remove %s after "
-                    "checking no run changes this host." % (describe(busy.record), wait, lease,
-                                                             os.path.join(folder, RECORD)), busy.record) from None
+                message = ("This host is being changed by another run: %s. Waited %d s (sglang_run_lock_wait). "
+                           "Let that run finish; if it is gone, its lock is taken over %d s after its last renewal "
+                           "(sglang_run_lock_lease), or at once by a run from the same controller, or remove %s "
+                           "after checking no run changes this host."
+                           % (describe(busy.record), wait, lease, os.path.join(folder, RECORD)))
+                raise LeaseHeld(message, busy.record) from None
             time.sleep(poll)
 
 
