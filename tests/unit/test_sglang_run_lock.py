@@ -105,3 +105,18 @@ def test_odd_files_and_values_are_sentences(tmp_path):
     assert out["failed"] and "not a regular file" in out["msg"] and "move it away" in out["msg"]
     assert lock(tmp_path, "ctl-a:4242:100", RUN1, wait=-1)["msg"].startswith("sglang_run_lock: wait is -1")
     assert "run_id is empty" in lock(tmp_path, " ", RUN1)["msg"]
+
+
+def test_the_check_phase_refuses_a_bad_wait_or_lease_by_name():
+    import sglang_kvplan
+    from sglang_checks import inputs
+
+    roles = inputs.roles_at(os.path.join(REPO, "roles"))
+
+    def refusals(variables):
+        return inputs.host_refusals("ct200", variables, ["sglang_servers"], roles, sglang_kvplan.rules_for)
+
+    for name, bad in (("sglang_run_lock_wait", "abc"), ("sglang_run_lock_wait", -1), ("sglang_run_lock_lease", 5)):
+        found = refusals({name: bad})
+        assert any(r.startswith("ct200: %s " % name) for r in found), found
+    assert not refusals({"sglang_run_lock_wait": 0, "sglang_run_lock_lease": 3600})
