@@ -30,9 +30,9 @@ from sglang_kvplan.model import text_config
 
 RELEASE = "0.5.23"
 DRAFT_CLASSES = {
-    "DFLASH": ("models/dflash.py:1317-1324", ("DFlashDraftModel", "DFlashLagunaForCausalLM",
-                                               "MuseGlimmerAssistantModel", "DFlash2DraftModel",
-                                               "DFlash2BeamDraftModel", "MiniMaxDFlash2DraftModel")),
+    "DFLASH": ("models/dflash.py:1317-1324",
+               ("DFlashDraftModel", "DFlashLagunaForCausalLM", "MuseGlimmerAssistantModel", "DFlash2DraftModel",
+                "DFlash2BeamDraftModel", "MiniMaxDFlash2DraftModel")),
     "EAGLE3": ("models/llama_eagle3.py:387, models/kimi_k25_eagle3.py:523",
                ("LlamaForCausalLMEagle3", "Eagle3DeepseekV2ForCausalLM")),
 }

@@ -357,8 +357,9 @@ def health_path(value):
     a URL's path and query may hold. 'health' would make http://host:30000health, 'http://evil/h' another host."""
     text(value, "a path such as /health")
     if not HEALTH_PATH.match(value):
-        raise Refusal("is not a URL path ('/' first, then only what a URL's path and query hold: no space, % only as "
-                      "%XX): sglang-router appends it to each worker's URL as it is",
+        raise Refusal("is not a URL path ('/' first, then only what a URL's path and query hold: no space, a "
+                      "percent sign only before two hex digits): sglang-router appends it to each worker's URL "
+                      "as it is",
                       "give a path such as /health or /health_generate")
 
 
