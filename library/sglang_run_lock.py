@@ -93,19 +93,12 @@ import os  # noqa: E402
 import time  # noqa: E402
 
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402
+from ansible.module_utils.sglang_errors import failures_as_sentences  # noqa: E402
 from ansible.module_utils.sglang_run_lease import LeaseError, LeaseHeld, acquire, release  # noqa: E402
 
 
-def main():
-    module = AnsibleModule(argument_spec={
-        "state": {"type": "str", "choices": ["acquired", "released"], "default": "acquired"},
-        "dir": {"type": "path", "required": True},
-        "run_id": {"type": "str", "required": True},
-        "holder": {"type": "dict", "default": {}},
-        "wait": {"type": "int", "default": 600},
-        "lease": {"type": "int", "default": 21600},
-        "take_over": {"type": "str", "default": ""},
-    }, supports_check_mode=True)
+def run(module):
+    """The acquire or release asked for; every refusal a sentence."""
     params = module.params
     if not params["run_id"].strip():
         module.fail_json(changed=False,
@@ -130,6 +123,20 @@ def main():
     except (OSError, ValueError) as error:
         module.fail_json(changed=False,
                          msg="sglang_run_lock: the lock in %s cannot be used: %s" % (params["dir"], error))
+
+
+def main():
+    module = AnsibleModule(argument_spec={
+        "state": {"type": "str", "choices": ["acquired", "released"], "default": "acquired"},
+        "dir": {"type": "path", "required": True},
+        "run_id": {"type": "str", "required": True},
+        "holder": {"type": "dict", "default": {}},
+        "wait": {"type": "int", "default": 600},
+        "lease": {"type": "int", "default": 21600},
+        "take_over": {"type": "str", "default": ""},
+    }, supports_check_mode=True)
+    with failures_as_sentences(module, "sglang_run_lock"):
+        run(module)
 
 
 if __name__ == "__main__":

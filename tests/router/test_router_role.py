@@ -114,7 +114,7 @@ def test_the_rendered_unit_runs_the_real_router_with_the_boot_list_and_the_keys(
         "sglang_router_prometheus_port": free_port(), "sglang_router_admin_api_key": "admin-key-2",
         "sglang_router_policy": "round_robin", "sglang_router_health_check_interval_s": 1,
         "sglang_router_shutdown_grace_period_s": 1, "sglang_router_extra_args": ["--cache-threshold", "0.5"],
-    }, extra={"out_dir": str(etc), "_sglang_router_etc": str(etc), "sglang_router_venv": str(opt / "venv")})
+    }, extra={"out_dir": str(etc), "sglang_router_venv": str(opt / "venv")})
     assert result.returncode == 0, result.stdout + result.stderr
     assert "worker-key-1" not in result.stdout and "admin-key-2" not in result.stdout
     unit = (etc / "sglang-router.service").read_text()
@@ -156,7 +156,7 @@ def test_systemd_reads_every_line_of_the_unit(tmp_path):
     etc.mkdir()
     result = play(tmp_path, GOOD, {"sglang_router_workers": ["w1", "w2"], "sglang_router_admin_api_key": "a-1",
                                    "sglang_router_port": 80},
-                  extra={"out_dir": str(etc), "_sglang_router_etc": str(etc)})
+                  extra={"out_dir": str(etc)})
     assert result.returncode == 0, result.stdout + result.stderr
     unit = (etc / "sglang-router.service").read_text()
     assert "AmbientCapabilities=CAP_NET_BIND_SERVICE" in unit  # port 80 needs it, and only that
@@ -177,7 +177,7 @@ def test_an_ipv6_listen_address_reaches_the_router_in_brackets(tmp_path, listen,
     etc.mkdir()
     result = play(tmp_path, GOOD, {"sglang_router_workers": ["w1"], "sglang_router_host": listen,
                                    "sglang_router_admin_api_key": "a-1", "sglang_router_prometheus_host": "::1"},
-                  extra={"out_dir": str(etc), "_sglang_router_etc": str(etc)})
+                  extra={"out_dir": str(etc)})
     assert result.returncode == 0, result.stdout + result.stderr
     argv = exec_start((etc / "sglang-router.service").read_text())
     assert argv[argv.index("--host") + 1] == rendered

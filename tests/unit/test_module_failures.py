@@ -19,7 +19,8 @@ MODULES = sorted(glob.glob(os.path.join(REPO, "library", "*.py")))
 def test_every_modules_main_is_guarded(path):
     tree = ast.parse(open(path, encoding="utf-8").read())
     action = os.path.join(REPO, "action_plugins", os.path.basename(path))
-    if os.path.exists(action):  # the documentation of an action, which runs on the controller: guarded there
+    runs = any(isinstance(node, ast.FunctionDef) and node.name == "main" for node in tree.body)
+    if os.path.exists(action) and not runs:  # the documentation of an action, which runs on the controller
         assert not any(isinstance(node, ast.FunctionDef) for node in tree.body), "a doc-only module runs nothing"
         text = open(action, encoding="utf-8").read()
         assert "except (KeyError, TypeError, ValueError" in text  # an argument of another shape: a sentence
