@@ -28,7 +28,8 @@ ROLE_ONLY_SPECULATIVE = ("draft_model_hf_repo", "draft_model_hf_revision")
 def node_inputs(node, knobs, gpu=None, calibration=None):
     """One node's {node, gpu_memory_mib, gpu_compute_capability, calibration}: its GPU facts (nvidia_gpu, when
     preflight read them) over its knobs, the calibration the role has in use on it (model.yml's stored one, or
-    calibrate.yml's measured one) over its inventory's sglang_calibration."""
+    the one the deploy's calibrate phase measured, lib/sglang_state/transaction.py) over its inventory's
+    sglang_calibration."""
     gpu = gpu or {}
     return {"node": node,
             "gpu_memory_mib": gpu.get("memory_mib_min") or knobs.get("sglang_gpu_memory_mib"),

@@ -16,7 +16,8 @@ VERSION = re.compile(r"^[0-9][0-9A-Za-z.+-]*$")
 # Listeners only this host reaches: no API key needed behind them.
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
 CALIBRATION_KEYS = ["post_load_avail_gib", "pre_load_avail_gib"]
-# What the role measures on the host and hands the planner itself (model.yml, draft.yml): not the operator's.
+# What the role measures on the host and hands the planner itself (model.yml reads both checkpoints): not the
+# operator's.
 _MEASURED_SPECULATIVE = ("draft_model_config", "draft_weights_gib", "draft_checkpoint_gib")
 # The keys an operator may give in sglang_speculative: the planner's, less what the role measures, and where
 # the draft comes from (the role's own).

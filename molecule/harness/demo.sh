@@ -70,11 +70,12 @@ if newest:
   exec ansible-playbook -i "$HERE/demo-inventory" "playbooks/$what.yml" -l ct200-sim "$@"
 fi
 
-"$HERE/prepare.sh"
+"$HERE/prepare.sh" default  # the demo is the default scenario: no Debian 13 image
 mkdir -p .cache/molecule/logs
 log=.cache/molecule/logs/demo.log
-molecule create -s default >/dev/null 2>&1
-molecule prepare -s default >/dev/null 2>&1
+echo "== simulated ct200: creating its container and installing the stand-ins (a minute or two the first time)"
+molecule create -s default >"$log" 2>&1 || { echo "demo: the instance was not created (log: $log)"; exit 1; }
+molecule prepare -s default >"$log" 2>&1 || { echo "demo: the instance was not prepared (log: $log)"; exit 1; }
 # The demo paces the double's simulated weight load over 40 s (molecule's 1 s is for speed), so the boot's
 # progress lines (SGLang's own shard bar, read by the wait) can be watched; a real ct200 takes ~6 minutes.
 # Its prefill runs at 20,000 tokens/s (the double's default is 5 million), so the proof's 196,004-token prompt

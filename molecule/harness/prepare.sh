@@ -4,7 +4,8 @@
 #   1. Debian packages: docker.io, debootstrap, dpkg-dev, apt-utils, gnupg, gcc (apt, from the machine's sources)
 #   2. a Docker engine (started here when none answers)
 #   3. a systemd-capable Debian 12 base image, built with debootstrap (nothing can be pulled), and a Debian 13
-#      one when a scenario's molecule.yml names it (gpu_host does)
+#      one when a scenario's molecule.yml names it (gpu_host does): of the scenarios given as arguments (the demo
+#      gives default), of every scenario when none is given
 #   4. the collections molecule's docker driver needs, taken from the `ansible` package on PyPI
 #   5. the stand-in NVIDIA apt repository and the SGLang double's wheel (molecule/harness/standins.sh)
 # Idempotent: each step is skipped when its result is already there. (A docker client alone, as some
@@ -76,7 +77,12 @@ if ! docker image inspect "$IMAGE:$certs_hash" >/dev/null 2>&1; then
 fi
 docker tag "$IMAGE:$certs_hash" "$IMAGE:latest"
 # Debian 13 only when a scenario uses it; keyed and cached the same way.
-if grep -qs "${IMAGE13##*/}" "$REPO"/molecule/*/molecule.yml; then
+scenario_files=("$REPO"/molecule/*/molecule.yml)
+if [ $# -gt 0 ]; then
+  scenario_files=()
+  for scenario in "$@"; do scenario_files+=("$REPO/molecule/$scenario/molecule.yml"); done
+fi
+if grep -qs "${IMAGE13##*/}" "${scenario_files[@]}"; then
   if ! docker image inspect "$IMAGE13:$certs_hash" >/dev/null 2>&1; then
     log "building $IMAGE13:$certs_hash with debootstrap (trixie)"
     build_image trixie "$IMAGE13" "$certs_hash"

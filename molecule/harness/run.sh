@@ -8,7 +8,8 @@ HERE="$(cd "$(dirname "$0")" && pwd)"
 REPO="$(cd "$HERE/../.." && pwd)"
 export PATH="$REPO/.venv/bin:$PATH"
 cd "$REPO"
-"$HERE/prepare.sh" || { echo "molecule: 0 passed, 1 failed"; exit 1; }
+"$HERE/prepare.sh" "$@" || {  # the Debian 13 image only for a scenario that uses it
+  echo "molecule: 0 passed, 1 failed"; exit 1; }
 LOGS="$REPO/.cache/molecule/logs"; mkdir -p "$LOGS"
 LANES="${MOLECULE_LANES:-3}"
 scenarios=("$@")

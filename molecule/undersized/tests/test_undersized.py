@@ -22,8 +22,8 @@ def test_missed_after_calibration_fails_naming_both_numbers(host):
     # 0.1 GiB multimodal reserve, at 72,832 B/token (2,560 of them the draft's): 217,712
     assert largest and 217_000 < int(largest.group(1).replace(",", "")) < 221_000, message
     assert not message.startswith("Task failed")  # the planner's sentence, not Ansible's wrapping
-    # The one rescue put the last proven state back (or found that calibrate.yml already had, before the
-    # lead's calibrate.yml leaves that to the rescue), and the journal's last lines follow.
+    # The one rescue put the last proven state back (or found that the deploy's calibrate phase already had), and
+    # the journal's last lines follow.
     assert re.search(r"Restored the last proven state [0-9T]+Z \(context 200000\), which serves again "
                      r"\(always, for a failed deploy\)|The live state is the proven entry [0-9T]+Z, and it serves",
                      message), message
