@@ -18,7 +18,9 @@ import yaml
 
 ROOT = os.path.join(os.path.dirname(__file__), os.pardir, os.pardir)
 ROLE = os.path.join(ROOT, "roles", "sglang")
-PRIVATE = re.compile(r"\b_sglang_\w+")
+# The role's public registers and facts (vars/main.yml's sglang_run_facts: sglang_observed, sglang_deploy, ...):
+# their readers take `| default(...)` too, so a renamed one would be read as its default on every run (a re-run
+# would prove in full instead of checking, and only the slowest scenario would notice).
 # Keywords whose value names a variable the task produces.
 LOOP_VAR = ("loop_control", "loop_var")
 
@@ -75,19 +77,27 @@ def produced(role=ROLE):
     return names
 
 
+def run_facts(role=ROLE):
+    with open(os.path.join(role, "vars", "main.yml"), encoding="utf-8") as handle:
+        return set(yaml.safe_load(handle).get("sglang_run_facts") or [])
+
+
 @functools.lru_cache(maxsize=4)
 def reads(role=ROLE):
-    """{name: [file, ...]} for every _sglang_* name the role's tasks, handlers, vars and templates mention."""
+    """{name: [file, ...]} for every _sglang_* name and every public run fact the role's tasks, handlers, vars and
+    templates mention."""
+    public = run_facts(role)
+    names = re.compile(r"\b_sglang_\w+" + "".join(r"|\b%s\b" % re.escape(n) for n in sorted(public)))
     found = {}
     sources = list(_yaml_files(os.path.join(role, "tasks"), os.path.join(role, "handlers"),
                                os.path.join(role, "vars")))
     for path in sources:
         for text in _strings(yaml.safe_load(open(path, encoding="utf-8"))):
-            for name in PRIVATE.findall(text):
+            for name in names.findall(text):
                 found.setdefault(name, set()).add(os.path.relpath(path, role))
     for path in sorted(os.listdir(os.path.join(role, "templates"))):
         with open(os.path.join(role, "templates", path), encoding="utf-8") as handle:
-            for name in PRIVATE.findall(handle.read()):
+            for name in names.findall(handle.read()):
                 found.setdefault(name, set()).add("templates/" + path)
     return found
 
@@ -95,6 +105,14 @@ def reads(role=ROLE):
 def missing(role=ROLE):
     made = produced(role)
     return {name: sorted(files) for name, files in reads(role).items() if name not in made}
+
+
+def test_every_public_run_fact_is_produced_and_read():
+    """sglang_run_facts lists the role's public registers and facts (the check phase refuses them as inputs): each is
+    produced by a task and read somewhere, so the test above covers a rename of any of them."""
+    made, read = produced(), reads()
+    assert sorted(run_facts() - made) == [], "listed in sglang_run_facts, produced nowhere"
+    assert sorted(run_facts() - set(read)) == [], "listed in sglang_run_facts, read nowhere"
 
 
 def test_every_private_value_the_role_reads_is_produced_in_the_role():
@@ -111,7 +129,8 @@ def test_the_values_gathered_from_peers_or_passed_to_decisions_are_read_and_prod
 
 @pytest.mark.parametrize(("path", "old", "new"), [
     ("tasks/model.yml", "    _sglang_calibration_key:", "    _sglang_cal_key:"),
-    ("tasks/prove.yml", "register: _sglang_proof_ran", "register: _sglang_proof_result")])
+    ("tasks/prove.yml", "register: _sglang_proof_ran", "register: _sglang_proof_result"),
+    ("tasks/main.yml", "register: sglang_observed", "register: sglang_observation")])
 def test_a_renamed_register_or_fact_is_caught(tmp_path, path, old, new):
     # The review's mutation: rename what a task file produces, leave its readers. On a copy of the role.
     role = tmp_path / "sglang"
