@@ -11,11 +11,14 @@
 #   action_plugins/*.py    -> plugins/action/     (documented by their plugins/modules/ file of the same name)
 #   lib/sglang_*           -> lib/, as in the checkout: the roles' ../../lib (report.yml), and plugins/lib -> ../lib,
 #                             the filters' ../lib (whose ../roles is the collection's roles/, as in the checkout)
+#   site.yml, playbooks/*  -> playbooks/          (sglang.longctx.site, .check, .plan, .rollback; site.yml imports
+#                             check.yml from its own folder, the one line that differs besides the filters)
+#   docs/* but its script  -> docs/               (the messages point to docs/variables.md)
 # and two rewrites, because a checkout and a collection name the same code differently:
 #   1. a module's `from ansible.module_utils.sglang_x import` (the checkout's module_utils path, ansible.cfg) becomes
 #      `from ansible_collections.sglang.longctx.plugins.module_utils.sglang_x import`, as a collection must import
 #      its own module_utils;
-#   2. a role's `| sglang_x` filter (found through ansible.cfg's filter_plugins in the checkout) becomes
+#   2. a role's or a playbook's `| sglang_x` filter (found through ansible.cfg's filter_plugins in the checkout) becomes
 #      `| sglang.longctx.sglang_x`: Ansible resolves a short filter name in builtin and configured paths only, never
 #      in the collection of the role that uses it (modules are: a collection's role finds its own modules).
 # tests/collection/test_collection.py checks that these are the only differences and that the installed tarball runs.
@@ -77,16 +80,16 @@ src="$out/src/ansible_collections/sglang/longctx"
 # deleted from the working tree is left out, as a commit of that tree would.
 checkout="$out/src/checkout"
 rm -rf "$out/src"
-mkdir -p "$checkout" "$src"/plugins/{modules,module_utils,filter,callback,action} "$src/lib" "$src/meta"
+mkdir -p "$checkout" "$src"/plugins/{modules,module_utils,filter,callback,action} "$src"/{lib,meta,playbooks,docs}
 git -C "$repo" ls-files -z --cached -- galaxy.yml README.md LICENSE roles library module_utils filter_plugins \
-  callback_plugins action_plugins lib \
+  callback_plugins action_plugins lib site.yml playbooks docs \
   | while IFS= read -r -d '' path; do
     if [ -e "$repo/$path" ] || [ -L "$repo/$path" ]; then printf '%s\0' "$path"; fi
   done >"$out/src/files"
 # Said, not silently dropped: a new file someone forgot to `git add` would otherwise be missing from the collection
 # with no word (its name only is printed, never its content).
 untracked=$(git -C "$repo" ls-files --others --exclude-standard -- roles library module_utils filter_plugins \
-  callback_plugins action_plugins lib)
+  callback_plugins action_plugins lib site.yml playbooks docs)
 if [ -n "$untracked" ]; then
   printf 'tests/collection/build.sh: not shipped, because git does not track them (git add a file to ship it):\n' >&2
   printf '%s\n' "$untracked" | sed 's/^/  /' >&2
@@ -100,6 +103,12 @@ cp "$checkout"/filter_plugins/*.py "$checkout"/filter_plugins/*.yml "$src/plugin
 cp "$checkout"/callback_plugins/*.py "$src/plugins/callback/"
 cp "$checkout"/action_plugins/*.py "$src/plugins/action/"
 for package in "$checkout"/lib/sglang_*/; do cp -r "$package" "$src/lib/"; done
+# The playbooks, run as sglang.longctx.site, .check, .plan, .rollback (a collection's playbook runs with its
+# collection as the default one: its roles and modules by their short names): site.yml beside the others, so its
+# check phase is imported from its own folder. The docs the messages point to (docs/variables.md) come along.
+cp "$checkout"/playbooks/*.yml "$src/playbooks/"
+sed 's#^\(\s*ansible\.builtin\.import_playbook:\) playbooks/#\1 #' "$checkout/site.yml" >"$src/playbooks/site.yml"
+find "$checkout/docs" -maxdepth 1 -type f ! -name '*.py' -exec cp {} "$src/docs/" \;
 ln -s ../lib "$src/plugins/lib"
 printf -- '---\n# ansible-core 2.19 and 2.21 are tested (make unit, make core-next).\nrequires_ansible: ">=2.19"\n' \
   >"$src/meta/runtime.yml"
@@ -109,7 +118,7 @@ sed -i -E 's/^from ansible\.module_utils\.(sglang_[a-z_]+) import/from ansible_c
   "$src"/plugins/modules/*.py "$src"/plugins/module_utils/*.py
 # 2. the filters' names in the roles: every filter this collection ships (one *.yml doc each)
 filters=$(cd "$checkout/filter_plugins" && ls ./*.yml | sed -E 's#^\./##; s/\.yml$//' | paste -sd '|')
-find "$src/roles" -type f \( -name '*.yml' -o -name '*.j2' \) -print0 \
+find "$src/roles" "$src/playbooks" -type f \( -name '*.yml' -o -name '*.j2' \) -print0 \
   | xargs -0 sed -i -E "s/\|(\s*)($filters)\b/|\1sglang.longctx.\2/g"
 
 "$bin/ansible-galaxy" collection build "$src" --output-path "$out" --force >/dev/null

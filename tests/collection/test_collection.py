@@ -4,7 +4,7 @@ tests/collection/build.sh lays the files out and makes two rewrites (module_util
 these tests check that nothing else differs, that no role still names a shipped filter by its short name, and that
 `ansible-galaxy collection install <tarball>` into an empty folder, with no Galaxy server reachable, gives a
 collection whose module, filter, role and callbacks work by their collection names with nothing of the checkout
-configured.
+configured, and whose playbooks (sglang.longctx.site, .check, .plan, .rollback) run from another project.
 """
 
 import ast
@@ -147,3 +147,47 @@ def test_the_installed_role_refuses_a_misspelled_knob_once_with_its_name(install
     assert "Did you mean sglang_context_target?" in result.stdout
     # sglang.longctx.sglang_once prints the refusal on its fatal line only (the default callback prints it three times)
     assert result.stdout.count("unknown variable sglang_context_targt") == 1, result.stdout
+
+
+def test_the_playbooks_and_the_docs_ship_differing_only_by_the_filter_names_and_site_ymls_import(installed):
+    root = installed["root"]
+    shipped = {"site.yml": os.path.join(REPO, "site.yml")}
+    shipped.update({name: os.path.join(REPO, "playbooks", name) for name in _tracked("playbooks")})
+    assert sorted(_files(root / "playbooks")) == sorted(shipped)
+    for name, ours in shipped.items():
+        mine, built = open(ours).read().splitlines(), (root / "playbooks" / name).read_text().splitlines()
+        assert len(mine) == len(built), name
+        for before, after in zip(mine, built, strict=True):
+            undone = re.sub(r"\|(\s*)sglang\.longctx\.", r"|\1", after)
+            if name == "site.yml":
+                undone = undone.replace("import_playbook: check.yml", "import_playbook: playbooks/check.yml")
+            assert undone == before, "%s: %r became %r" % (name, before, after)
+    # the messages point to docs/variables.md: the operator's docs come with the collection, the generator does not
+    assert sorted(_files(root / "docs")) == sorted(n for n in _tracked("docs") if not n.endswith(".py"))
+
+
+def _collection_playbook(installed, name, *args):
+    """`ansible-playbook sglang.longctx.<name>` from another project, with an inventory of one server that holds a
+    misspelled knob."""
+    inventory = installed["work"] / "hosts.yml"
+    inventory.write_text("all:\n  children:\n    sglang_servers:\n      hosts:\n        gpu1:\n"
+                         "          ansible_connection: local\n          sglang_context_targt: 250000\n")
+    return subprocess.run([os.path.join(BIN, "ansible-playbook"), "-i", str(inventory), "sglang.longctx." + name,
+                           *args], cwd=installed["work"], env=_clean_env(ANSIBLE_CONFIG=installed["config"]),
+                          capture_output=True, text=True, timeout=300)
+
+
+def test_the_collections_check_phase_refuses_a_misspelled_knob_before_anything_connects(installed):
+    result = _collection_playbook(installed, "check")
+    assert result.returncode != 0
+    assert "gpu1: unknown variable sglang_context_targt" in result.stdout, result.stdout + result.stderr
+    assert "Did you mean sglang_context_target?" in result.stdout
+
+
+@pytest.mark.parametrize("name", ["site", "rollback", "plan"])
+def test_the_collections_playbooks_resolve_their_roles_modules_and_filters(installed, name):
+    result = _collection_playbook(installed, name, "--list-tasks")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "Check the inputs of every host" in result.stdout  # check.yml, imported from the collection's folder
+    if name == "site":
+        assert "sglang.longctx.sglang : " in result.stdout and "sglang.longctx.sglang_router : " in result.stdout
