@@ -366,7 +366,7 @@ def test_poll_under_one_second_is_refused(tmp_path):
 
 # --- download.yml itself, through ansible-playbook with the repository's ansible.cfg and callbacks ---
 
-def run_download_yml(tmp_path, hub_url, target):
+def run_download_yml(tmp_path, hub_url, target, **extra):
     play = tmp_path / "download.yml"
     play.write_text(yaml.safe_dump([{
         "name": "Run the role's download tasks against the Hub stand-in", "hosts": "localhost",
@@ -377,7 +377,10 @@ def run_download_yml(tmp_path, hub_url, target):
                             "_sglang_download_revision": "main",
                             "_sglang_download_path": str(target), "sglang_user": "root",
                             "sglang_hf_token": TOKEN, "sglang_hf_token_file": str(tmp_path / "hf" / "hub" / "token"),
-                            "sglang_hf_endpoint": hub_url}} for step in ("download_prepare", "download")]}]))
+                            "sglang_hf_endpoint": hub_url,
+                            # the run lock the tries renew (the role's main took it before)
+                            "sglang_backup_dir": str(tmp_path / "backups"), **extra}}
+                  for step in ("download_prepare", "download")]}]))
     env = dict(os.environ, ANSIBLE_CONFIG=str(REPO_ROOT / "ansible.cfg"), ANSIBLE_NOCOLOR="1")
     # No sudo on a test machine: the tasks' `become` (to the service user) is switched off by the variable.
     return subprocess.run([str(pathlib.Path(sys.executable).parent / "ansible-playbook"), str(play),
@@ -411,6 +414,30 @@ def test_download_yml_prints_one_line_per_try_then_changes_nothing(slow_hub, tmp
     second = run_download_yml(tmp_path, url, target)
     assert second.returncode == 0, second.stdout + second.stderr
     assert "changed=0" in second.stdout and "localhost: downloading" not in second.stdout
+
+
+def test_download_yml_stops_waiting_before_the_run_locks_lease_and_keeps_what_it_fetched(slow_hub, tmp_path,
+                                                                                        monkeypatch):
+    # A download longer than the lock's lease: the tries renew the lock first and end before the lease would (here
+    # 60 s: one try and the last), with a sentence; the .part files stay for the next run.
+    text = (REPO_ROOT / "roles/sglang/tasks/download.yml").read_text()
+    role = tmp_path / "roles" / "sglang"
+    (role / "tasks").mkdir(parents=True)
+    for sub in ("defaults", "meta", "vars"):
+        (role / sub).symlink_to(REPO_ROOT / "roles/sglang" / sub)
+    (role / "tasks" / "download.yml").write_text(text.replace("poll: 30\n", "poll: 1\n"))
+    (role / "tasks" / "download_prepare.yml").symlink_to(REPO_ROOT / "roles/sglang/tasks/download_prepare.yml")
+    monkeypatch.setenv("ANSIBLE_ROLES_PATH", str(tmp_path / "roles"))
+    target = tmp_path / "model"
+    run = run_download_yml(tmp_path, "http://127.0.0.1:%d" % slow_hub.server_port, target,
+                           sglang_run_lock_lease=60)
+    assert run.returncode != 0, run.stdout
+    assert "localhost: org/model is still downloading into %s after 2 tries of ~30 s" % target in run.stdout, \
+        run.stdout
+    assert "sglang_run_lock_lease, 60 s" in run.stdout and "run site.yml again to continue" in run.stdout
+    assert "FAILED - RETRYING" not in run.stdout and TOKEN not in run.stdout
+    assert (tmp_path / "backups" / ".run-lock.json").exists()  # renewed (here: taken) before the tries
+    assert not status.check(str(target))["complete"]
 
 
 # --- hostile or broken peers (issue 20): what a listing names, what a server sends, where a redirect points ---
@@ -533,7 +560,8 @@ def run_model_yml(tmp_path, hub_url, target, steps):
     play.write_text(yaml.safe_dump([{"hosts": "localhost", "connection": "local", "gather_facts": False,
                                      "vars": {"sglang_model_path": str(target), "sglang_model_hf_repo": "org/model",
                                               "sglang_user": "root", "sglang_hf_endpoint": hub_url,
-                                              "sglang_hf_token_file": str(tmp_path / "token")},
+                                              "sglang_hf_token_file": str(tmp_path / "token"),
+                                              "sglang_backup_dir": str(tmp_path / "backups")},
                                      "tasks": tasks}]))
     env = dict(os.environ, ANSIBLE_CONFIG=str(REPO_ROOT / "ansible.cfg"), ANSIBLE_NOCOLOR="1")
     run = subprocess.run([str(pathlib.Path(sys.executable).parent / "ansible-playbook"), str(play),

@@ -207,7 +207,8 @@ def test_download_yml_after_an_early_download_that_finished_ends_the_phase_with_
         clock_file = tmp_path / "clock.json"
         step = {"_sglang_download_repo": "org/model", "_sglang_download_revision": "main",
                 "_sglang_download_path": str(target), "sglang_user": "root", "sglang_hf_token": "",
-                "sglang_hf_token_file": str(tmp_path / "no-token"), "sglang_hf_endpoint": args["endpoint"]}
+                "sglang_hf_token_file": str(tmp_path / "no-token"), "sglang_hf_endpoint": args["endpoint"],
+                "sglang_backup_dir": str(tmp_path / "backups")}  # the run lock the tries renew
         play = tmp_path / "play.yml"
         play.write_text(yaml.safe_dump([{
             "hosts": "localhost", "connection": "local", "gather_facts": False, "tasks": [
