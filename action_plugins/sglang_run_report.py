@@ -22,8 +22,8 @@ from ansible.utils.display import Display
 # As the filters do: the report lives in lib/ beside this folder (plugins/lib in the collection).
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.realpath(__file__)), os.pardir, "lib"))
 
-from sglang_report.inputs import ReportInputError, check_args, read_json  # noqa: E402
-from sglang_report.report import calibration_source, write_run_report  # noqa: E402
+from sglang_report.inputs import ReportInputError, check_args  # noqa: E402
+from sglang_report.report import build_run_report, calibration_source  # noqa: E402
 from sglang_report.summary import summary_lines  # noqa: E402
 
 display = Display()
@@ -73,6 +73,15 @@ def built_from_facts_failure(host, error):
             "roles/sglang/tasks/report.yml sends (run with -vvv for where it failed)" % (host, cause))
 
 
+def not_written(root, error):
+    """The warning for a report built and not written (the run goes on: the host's state does not depend on it)."""
+    cause = (str(error) if isinstance(error, ReportInputError)
+             else "%s%s" % (error.strerror or error, " (%s)" % error.filename if error.filename else ""))
+    return ("the run's report was not written in %s: %s. The summary below is the report's; make the folder "
+            "writable for the controller's user, or set sglang_report_dir to one that is, and the next run writes "
+            "it" % (root, cause))
+
+
 class ActionModule(ActionBase):
     TRANSFERS_FILES = False
     _requires_connection = True
@@ -118,19 +127,19 @@ class ActionModule(ActionBase):
                 facts.get("sglang_corrective_restarts"), facts.get("calibration_in_use"),
                 args.get("inventory_calibration"), args.get("calibration_fact"))
             now = datetime.now(UTC)
-            out = write_run_report(facts, args["root"], now.strftime("%Y%m%dT%H%M%SZ"),
-                                   now.isoformat(timespec="seconds"))
-            report = read_json(os.path.join(out, "report.json"))
-            result = {"changed": False, "report": os.path.join(out, "report.html"), "summary": summary_lines(report)}
+            built = build_run_report(facts, args["root"], now.strftime("%Y%m%dT%H%M%SZ"),
+                                     now.isoformat(timespec="seconds"))
+            result = {"changed": False, "report": None, "summary": summary_lines(built.report)}
+            try:
+                result["report"] = os.path.join(built.write(), "report.html")
+            except (OSError, ReportInputError) as error:
+                # The host is proven whatever the controller's folder: the summary still reaches the console
+                warnings.append(not_written(args["root"], error))
             if warnings:
                 result["warnings"] = warnings
             return result
         except ReportInputError as error:
             return {"failed": True, "msg": "sglang_run_report: %s" % error}
-        except OSError as error:
-            return {"failed": True, "msg": "sglang_run_report: the report could not be written in %s: %s%s"
-                                           % (args.get("root"), error.strerror or error,
-                                              " (%s)" % error.filename if error.filename else "")}
         except (KeyError, TypeError, ValueError, AttributeError, IndexError, RecursionError, OverflowError) as error:
             display.vvv("sglang_run_report: %s" % traceback.format_exc())
             return {"failed": True, "msg": built_from_facts_failure(args.get("host"), error)}

@@ -14,7 +14,7 @@ import os
 import re
 
 from . import clock
-from .inputs import check_name, folder_in, read_json, read_regular, report_root, write_file
+from .inputs import check_name, check_path_text, folder_in, read_json, read_regular, report_root, write_file
 from .picture import curves, draw
 
 REPORT_VERSION = 1
@@ -419,15 +419,34 @@ def calibration_source(plan, corrective_restarts, in_use, inventory, fact):
     return "stored on the host: ansible_local.%s" % fact
 
 
-def write_run_report(facts, root, stamp, generated_at):
-    """reports/<host>/<stamp>/report.json + report.html (+ picture.png, the picture it embeds); returns the folder.
-    Writes under root only (inputs.py): the host and the stamp are single names, root is created only when its
-    parent exists, and a link or a file where a folder goes is refused (ReportInputError). Everything is built
-    before the first folder is made: a report that cannot be built leaves nothing behind."""
+class BuiltReport:
+    """A run's report built in memory (build_run_report): its folder, the report as report.json holds it, and the
+    files to write there. write() writes them; until then nothing is on disk."""
+
+    def __init__(self, root, out, report, files):
+        self.root, self.out, self.report, self.files = root, out, report, files
+
+    def write(self):
+        """reports/<host>/<stamp>/ and its files; returns the folder. Writes under root only (inputs.py): root is
+        created only when its parent exists, and a link or a file where a folder goes is refused (ReportInputError);
+        a folder the controller cannot write raises OSError."""
+        host_dir, stamp = os.path.split(self.out)
+        folder_in(folder_in(report_root(self.root), os.path.basename(host_dir)), stamp)
+        for name, data in self.files:
+            write_file(os.path.join(self.out, name), data)
+        return self.out
+
+
+def build_run_report(facts, root, stamp, generated_at):
+    """The report of reports/<host>/<stamp>/ (report.json + report.html, + picture.png, the picture it embeds),
+    built and not written: a report that cannot be built raises before anything is on disk, and one that cannot be
+    written (BuiltReport.write) is still whole in memory, for the console's summary. The host and the stamp are
+    single names (they name folders)."""
     host = facts.get("host") or "unknown-host"
     check_name("host", host, "give the inventory host's name (or the server's); it names the report's folder")
     check_name("stamp", stamp, "give a timestamp such as 20260101T000000Z")
-    host_dir = os.path.join(report_root(root, create=False), host)
+    check_path_text("root", root, "give the reports' folder on the controller")
+    host_dir = os.path.join(os.path.abspath(root), host)
     out = os.path.join(host_dir, stamp)
     previous_path, previous = previous_report(host_dir, exclude=out)
     report = build_report(facts, generated_at, previous, previous_path)
@@ -438,9 +457,12 @@ def write_run_report(facts, root, stamp, generated_at):
                              "tradeoff": {k: v for k, v in data["tradeoff"].items() if not isinstance(v, list)}}
     html_text = render_html(report, png)
     json_text = json.dumps(report, indent=2, sort_keys=True, default=str) + "\n"
-    folder_in(folder_in(report_root(root), host), stamp)
-    if png:
-        write_file(os.path.join(out, PICTURE), png)
-    write_file(os.path.join(out, "report.json"), json_text.encode("utf-8"))
-    write_file(os.path.join(out, "report.html"), html_text.encode("utf-8"))
-    return out
+    files = ([(PICTURE, png)] if png else []) + [("report.json", json_text.encode("utf-8")),
+                                                 ("report.html", html_text.encode("utf-8"))]
+    return BuiltReport(root, out, json.loads(json_text), files)
+
+
+def write_run_report(facts, root, stamp, generated_at):
+    """reports/<host>/<stamp>/report.json + report.html (+ picture.png); returns the folder. Everything is built
+    before the first folder is made: a report that cannot be built leaves nothing behind."""
+    return build_run_report(facts, root, stamp, generated_at).write()

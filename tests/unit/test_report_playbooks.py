@@ -49,14 +49,15 @@ def test_a_refusal_is_printed_once(tmp_path):
     assert "<<< caused by >>>" not in output
 
 
-def test_role_writes_the_run_report_on_the_controller(tmp_path):
+def report_run(tmp_path, report_dir):
+    """report.yml alone on localhost, with the facts the role has set by the end of the proof."""
     with open(os.path.join(REPO, "tests", "fixtures", "report_facts_ct200.json"), encoding="utf-8") as handle:
         facts = json.load(handle)
     extra = tmp_path / "facts.json"
     # What the role has set by the end of the proof (the deploy's wait as sglang_ready).
     extra.write_text(json.dumps({
         "report_facts": {k: v for k, v in facts.items() if k not in ("host", "_comment", "calibration_source")},
-        "sglang_report_dir": str(tmp_path / "reports")}))
+        "sglang_report_dir": str(report_dir)}))
     play = tmp_path / "report.yml"
     play.write_text(
         "- hosts: localhost\n  gather_facts: false\n  tasks:\n"
@@ -73,7 +74,11 @@ def test_role_writes_the_run_report_on_the_controller(tmp_path):
         "        sglang_measured_boots: '{{ report_facts.sglang_measured_boots }}'\n"
         "    - ansible.builtin.include_role:\n        name: sglang\n        tasks_from: report\n"
         "      vars:\n        _sglang_internal: report\n")
-    result = run(str(play), "-e", "@%s" % extra)
+    return run(str(play), "-e", "@%s" % extra)
+
+
+def test_role_writes_the_run_report_on_the_controller(tmp_path):
+    result = report_run(tmp_path, tmp_path / "reports")
     assert result.returncode == 0, result.stdout + result.stderr
     (folder,) = glob.glob(str(tmp_path / "reports" / "localhost" / "*"))
     assert "report: %s/report.html" % folder in result.stdout
@@ -85,3 +90,16 @@ def test_role_writes_the_run_report_on_the_controller(tmp_path):
     assert report["restarts"] == {"starts": 2, "corrective": 1}
     assert report["proof"]["prompt_tokens"] == 60002 and report["boot_wait_s"] == 42.3
     assert "changed=0" in result.stdout
+
+
+def test_a_report_folder_the_controller_cannot_write_warns_and_the_run_passes(tmp_path):
+    # A file where the reports' folder goes stands for any folder the controller cannot write (root writes anywhere)
+    blocked = tmp_path / "reports"
+    blocked.write_text("not a folder\n")
+    result = report_run(tmp_path, blocked)
+    assert result.returncode == 0, result.stdout + result.stderr
+    output = " ".join((result.stdout + result.stderr).split())
+    assert "the run's report was not written in %s: root %s is not a folder" % (blocked, blocked) in output
+    assert "report: not written (the warning above says why)" in output
+    assert "serving: this run's deploy" in output  # the summary, from the report built in memory
+    assert blocked.read_text() == "not a folder\n"
