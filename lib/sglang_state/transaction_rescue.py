@@ -56,6 +56,7 @@ def rescue(ex, args, run):
             restored = restore(ex, dict(args["restore"], name=decided["target"],
                                         unit_path="%s/%s" % (entry.get("path"), args["restore"]["unit_name"])), run)
             facts["versions_now"] = restored["facts"]["sglang_venv_versions"]
+            run["restored_serves"] = True  # the last proven state answers: its replica may rejoin its routers
         except PhaseFailed as failure:
             decided = dict(decided, action="restore-failed")
             facts["restore_failure"] = str(failure)

@@ -72,8 +72,7 @@ def report_run(tmp_path, report_dir):
         "        sglang_corrective_restarts: 1\n"
         "        _sglang_calibration_stored: '{{ report_facts.calibration_stored }}'\n"
         "        sglang_measured_boots: '{{ report_facts.sglang_measured_boots }}'\n"
-        "    - ansible.builtin.include_role:\n        name: sglang\n        tasks_from: report\n"
-        "      vars:\n        _sglang_internal: report\n")
+        "    - ansible.builtin.include_role:\n        name: sglang\n        tasks_from: report\n")
     return run(str(play), "-e", "@%s" % extra)
 
 

@@ -79,6 +79,7 @@ def test_a_start_that_never_became_healthy_is_restored_and_says_so_with_the_jour
     assert "(always, for a start that never became healthy)" in message
     assert "Last lines of sglang's journal before the rescue" in message and KEY not in message
     assert ("sglang_backup_store", "restore") in host.calls and run["restored"] == "20261129T0800Z"
+    assert run["restored_serves"] is True  # roles/sglang/tasks/routers_back.yml puts it back into its routers
 
 
 def test_a_failed_proof_of_a_state_that_boots_is_left_for_inspection_by_default():
@@ -86,6 +87,7 @@ def test_a_failed_proof_of_a_state_that_boots_is_left_for_inspection_by_default(
     message = act(host, {"ct200": looked(host, run)}, run, failed_in="proof")
     assert "stays running for inspection" in message and "playbooks/rollback.yml" in message
     assert ("sglang_backup_store", "restore") not in host.calls
+    assert "restored_serves" not in run  # an unproven state serving: out of its routers
 
 
 def test_a_failed_proof_is_restored_when_asked():
@@ -98,6 +100,7 @@ def test_a_first_install_with_nothing_to_go_back_to_is_stopped():
     host, run = FakeHost(entries=(NEW,)), dict(new_run(), changed_this_run=True)
     message = act(host, {"ct200": looked(host, run)}, run)
     assert "left stopped" in message and ("ansible.builtin.systemd_service", "stopped") in host.calls
+    assert "restored_serves" not in run
 
 
 def test_a_restore_that_fails_too_says_both():
@@ -105,6 +108,7 @@ def test_a_restore_that_fails_too_says_both():
     message = act(host, {"ct200": looked(host, run)}, run)
     assert "Restoring 20261129T0800Z failed as well" in message and "not on this host" in message
     assert ("sglang_backup_store", "restore") not in host.calls  # refused before anything changed
+    assert "restored_serves" not in run
 
 
 def test_a_rollback_that_fails_its_proof_is_not_rescued_by_another():
