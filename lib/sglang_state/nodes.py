@@ -48,3 +48,17 @@ def _server_refusals(nodes, server, host, batch, versions, checkpoints):
                 "hangs or corrupts the boot); re-run so that install and download converge on every node, or check "
                 "sglang_package / sglang_model_path per host." % (server, "; ".join(differ))]
     return []
+
+
+def peers_results(nodes, found, name, step):
+    """{node: its result} for the nodes of a server that move in step. found: {node: its `name`} for the nodes that
+    have one. A node without one did not run `step`: its peers must not go on as if it had (a missing result read
+    as {} made a server decide for fewer nodes than it has), so it is refused, naming the node and the causes."""
+    missing = [node for node in nodes if node not in found]
+    if missing:
+        raise ValueError(
+            "the nodes of a server move in step, and %s ha%s no %s: %s did not run there (a node that failed or was "
+            "unreachable at an earlier step, one left out by --limit, or a play run with a strategy other than "
+            "linear). Run again with every node of the server in the play (site.yml pins strategy: linear)"
+            % (", ".join(missing), "s" if len(missing) == 1 else "ve", name, step))
+    return {node: found[node] for node in nodes}
