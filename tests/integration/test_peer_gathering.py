@@ -2,8 +2,8 @@
 
 The deploy transaction's phases and the proof gather each node's result from the other nodes of the server with
 sglang_peers_results (a node without its register fails the task, named), and hand them on as one dict or list.
-The expressions here are the role's own (vars/main.yml, not copied), run on two local hosts a and b of one server, with what each node would have registered
-set by hand.
+The expressions here are the role's own (vars/main.yml, not copied), run on two local hosts a and b of one server,
+with what each node would have registered set by hand.
 """
 
 import json
