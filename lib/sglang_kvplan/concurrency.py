@@ -8,11 +8,11 @@ target serves ONE request at full length, or several shorter ones side by side: 
 to 25k at once". What concurrency costs in memory is outside the pool (memory.py): the request table, (running + 1)
 rows of the context, and the CUDA graphs captured up to the running batch.
 
-The rule when sglang_max_running_requests is unset: as many full-length requests as the pool holds, and at least
-the seed's 8 (its hand-tuned ct200) so short requests run side by side; never more than SGLang keeps (pool // 2,
-kv_cache_configurator.py resolve_max_num_reqs :3119-3140); fewer when the headroom, less the prefill activations,
-cannot afford the table and the graphs. An operator's number that the headroom cannot afford is refused, naming
-the largest that fits.
+The rule when sglang_max_running_requests is unset: as many full-length requests as the pool holds, and at least 8
+(the hand-tuned ct200 this project started from) so short requests run side by side; never more than SGLang keeps
+(pool // 2, kv_cache_configurator.py resolve_max_num_reqs :3119-3140); fewer when the headroom, less the prefill
+activations, cannot afford the table and the graphs. An operator's number that the headroom cannot afford is
+refused, naming the largest that fits.
 """
 
 from .memory import (
@@ -25,7 +25,8 @@ from .memory import (
 from .refusals import check_launch
 from .spec import KVPlanError
 
-SEED_RUNNING = 8  # the seed's ct200: 8 running requests beside a 200k context
+# The floor of the rule: the hand-tuned ct200 this project started from ran 8 requests beside a 200k context
+SEED_RUNNING = 8
 MAX_RUNNING = 1 << 20  # a search bound no server reaches
 
 
@@ -97,8 +98,8 @@ def running_requests(spec, pool, headroom, draft_tokens=0):
         return asked, "sglang_max_running_requests, as set"
     full = pool // target
     wanted = max(full, SEED_RUNNING)
-    why = ("the pool holds %d at full length; the seed's %d run side by side" % (full, SEED_RUNNING)
-           if full < SEED_RUNNING else "the pool holds %d at full length" % full)
+    why = ("the planner's floor of %d for short requests" % SEED_RUNNING if full < SEED_RUNNING
+           else "as many as the pool holds at full length")
     per_gpu = min(wanted, max(pool // 2, 1))
     if per_gpu < wanted:
         why = "%d, SGLang's most for a pool of %s tokens (pool // 2)" % (per_gpu, _fmt(pool))

@@ -8,7 +8,7 @@
                           cap, and such that (1 - f) x P, what is left if it does not, is at most the
                           headroom asked for, never 0.99 or more;
   --max-running-requests  concurrency: how many requests decode at once, side by side in the shared pool
-                          (concurrency.py: at least the seed's 8, fewer when the headroom cannot afford them).
+                          (concurrency.py: at least 8, fewer when the headroom cannot afford them).
 
 Pool policies (`pool_policy`): 'target' pins the pool to the target (the default); 'max' pins it to
 the most the calibrated headroom allows (more concurrency, applied only from a calibration); 'fraction'

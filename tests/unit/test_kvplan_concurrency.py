@@ -28,7 +28,8 @@ def test_ct200_runs_eight_with_the_pool_still_pinned_at_the_target():
     pool = plan["predicted_pool_tokens"]
     assert pool >= 200_000 and plan["max_total_tokens"] == pool
     assert plan["args"][plan["args"].index("--max-running-requests") + 1] == "8"
-    assert "the seed's 8" in plan["running_requests_reason"]
+    assert plan["running_requests_reason"] == "the planner's floor of 8 for short requests"
+    assert "seed" not in " ".join(plan["tradeoff"])  # a reader has no seed
     lines = "\n".join(plan["tradeoff"])
     assert "longest request: 200,000 tokens" in lines
     assert "8 requests at once, up to %s tokens each (pool / 8)" % format(pool // 8, ",") in lines
