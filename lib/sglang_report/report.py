@@ -184,7 +184,8 @@ def build_report(facts, generated_at, previous=None, previous_path=None):
         "serving_state": (("the restored entry %s" % restored.get("name")) if restored else
                           "the proven state of %s (this check changed nothing)" % (
                               level.get("last_full_at") or record.get("full_at") or "?")
-                          if smoke.get("level") == "check" else "this run's deploy"),
+                          if smoke.get("level") == "check" else "this run's deploy" if started else
+                          "the state that was serving (this run restarted nothing)"),
         "boot": {k: boot.get(k) for k in ("pre_load_avail_gib", "post_load_avail_gib", "pool_tokens", "context_len",
                                           "max_running_requests", "ranks", "error", "invocation_id")},
         # A run that started nothing waited for nothing: no boot time (the unit's age is not one).
@@ -205,8 +206,8 @@ def build_report(facts, generated_at, previous=None, previous_path=None):
         "previous": None,
     }
     if report["restored"]:
-        report["plan"]["calibration_source"] = "the restored state %s (%s)" % (
-            report["restored"]["name"], "calibrated" if report["restored"]["calibrated"] else "estimated")
+        report["plan"]["calibration_source"] = "the restored state %s, planned from %s" % (
+            report["restored"]["name"], "a calibration" if report["restored"]["calibrated"] else "an estimate")
     report["proof"]["level_reason"] = level.get("reason")
     report["proof"]["last_full_at"] = level.get("last_full_at") or record.get("full_at")
     report["headline"] = headline(report, facts)
@@ -329,7 +330,7 @@ def render_html(report, png):
         diff = "<p>No earlier report for this host.</p>"
     head = report.get("headline") or {}
     this_run = head.get("decode_measured_at") == "this run's proof"
-    measured = "serving: %s; measured this run: pool %s tokens, headroom %s GiB (%s)%s; proof: %s" % (
+    measured = "serving: %s; this run's proof saw a pool of %s tokens; headroom %s GiB (%s)%s; proof: %s" % (
         _fmt(report.get("serving_state")),
         _fmt(head.get("pool_tokens")), _fmt(head.get("headroom_gib")), _fmt(head.get("headroom_measured_at")),
         # a check measures no decode: the last full proof's figures are named as such, apart from this run's

@@ -28,9 +28,14 @@ def _calibration(report):
                                                      _fmt(figure("post_load_avail_gib")), source)
     # the boot a stored calibration was measured in: its own pool and headroom, not this run's
     if calibration.get("measured_at"):
-        line += "; measured %s at --mem-fraction-static %s: pool %s tokens, headroom %s GiB" % (
+        line += "; the stored calibration's boot of %s: --mem-fraction-static %s, pool %s tokens, headroom %s GiB" % (
             calibration["measured_at"], _fmt(calibration.get("mem_fraction_static")),
             _fmt(calibration.get("pool_tokens")), _fmt(calibration.get("headroom_gib")))
+    # what this run's own boot measured (stored for the next plan), apart from what the plan used
+    boot = report.get("boot") or {}
+    if report.get("started_this_run") and boot.get("pre_load_avail_gib") is not None:
+        line += "; this run's boot measured P %s GiB, A %s GiB, pool %s tokens" % (
+            _fmt(boot["pre_load_avail_gib"]), _fmt(boot.get("post_load_avail_gib")), _fmt(boot.get("pool_tokens")))
     return line
 
 

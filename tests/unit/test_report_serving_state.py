@@ -64,7 +64,7 @@ def test_a_rollback_reports_the_restored_state_not_this_runs_inventory_plan():
     assert plan["explanation"] == "calibrated: 200,000 tokens on TP8" and plan["calibrated"] is True
     assert plan["context_length"] == 200000 and plan["mem_fraction_static"] == 0.958
     assert report["calibration"] == entries["tp8"] and report["calibration_key"] is None
-    assert plan["calibration_source"] == "the restored state 20261120T100000-200000 (calibrated)"
+    assert plan["calibration_source"] == "the restored state 20261120T100000-200000, planned from a calibration"
     assert report["serving_state"] == "the restored entry 20261120T100000-200000"
     shown = html.unescape(render_html(report, None))
     assert "8 / 1 / 1" in shown and "1 / 1 / 1" not in shown and "TP1" not in shown

@@ -27,12 +27,18 @@ def _lines(**facts):
     return summary_lines(build_report(dict(base, **facts), "now"))
 
 
+BOOT_150K = {"pre_load_avail_gib": 85.31, "post_load_avail_gib": 19.4, "pool_tokens": 150016}
+
+
 def test_a_150k_run_on_a_200k_calibration_names_the_boot_the_calibration_was_measured_in():
-    lines = _lines()
+    # a re-target: the plan from the 200k boot's calibration, and this run's own boot at 150k, each named
+    lines = _lines(sglang_boot=BOOT_150K)
     assert lines[0] == "serving: this run's deploy (tp / pp / dp 8 / 1 / 1)"
     assert lines[1] == "plan: target 150,000 -> pool 150,016 tokens, calibrated"
-    assert lines[2].startswith("calibration: P 85.33 GiB, A 19.42 GiB (stored on the host: ansible_local.sglang_kv); "
-                               "measured 2026-11-30T10:00:00+00:00 at --mem-fraction-static 0.958: pool 200,064")
+    assert lines[2] == ("calibration: P 85.33 GiB, A 19.42 GiB (stored on the host: ansible_local.sglang_kv); the "
+                        "stored calibration's boot of 2026-11-30T10:00:00+00:00: --mem-fraction-static 0.958, pool "
+                        "200,064 tokens, headroom 5.2 GiB; this run's boot measured P 85.31 GiB, A 19.4 GiB, pool "
+                        "150,016 tokens")
     assert "proof: full (this run changed the unit); last full proof 2026-12-02T01:00:00+00:00" in lines
     assert "trade-off: 8 requests at once, up to 18,752 tokens each" in lines
     assert not any(line.startswith("trade-off: speed") for line in lines)
@@ -68,6 +74,23 @@ def test_a_rollback_summarises_the_restored_state_not_an_empty_calibration():
                    calibration_entries={"tp8": CALIBRATION})
     assert lines[0] == "serving: the restored entry 20261120T100000Z (tp / pp / dp 8 / 1 / 1)"
     assert lines[1] == "plan: calibrated: 200,000 tokens on TP8"
-    assert lines[2].startswith("calibration: P 85.33 GiB, A 19.42 GiB (the restored state 20261120T100000Z "
-                               "(calibrated))")
+    assert lines[2].startswith("calibration: P 85.33 GiB, A 19.42 GiB (the restored state 20261120T100000Z, "
+                               "planned from a calibration); the stored calibration's boot of 2026-11-30")
+    assert "estimated" not in " ".join(lines[:3])
     assert not any("{}" in line or "TP1" in line for line in lines)
+
+
+def test_a_first_run_shows_the_estimate_it_planned_from_and_what_its_boot_measured():
+    lines = _lines(sglang_kv_plan_result={"explanation": "target 150,000 -> pool 150,016 tokens, estimated",
+                                          "calibrated": False, "pre_load_avail_gib": 85.0, "post_load_avail_gib": 19.0},
+                   calibration_in_use={}, calibration_source="estimated from the GPU and the checkpoint",
+                   sglang_boot=BOOT_150K)
+    assert lines[2] == ("calibration: P 85.0 GiB, A 19.0 GiB (estimated from the GPU and the checkpoint); this run's "
+                        "boot measured P 85.31 GiB, A 19.4 GiB, pool 150,016 tokens")
+
+
+def test_a_forced_full_proof_that_restarted_nothing_does_not_claim_a_deploy():
+    lines = _lines(sglang_starts=0, sglang_restarted_this_run=False, sglang_boot=BOOT_150K,
+                   sglang_proof_level={"level": "full", "reason": "asked for (sglang_proof: full)"})
+    assert lines[0] == "serving: the state that was serving (this run restarted nothing) (tp / pp / dp 8 / 1 / 1)"
+    assert "this run's boot" not in lines[2]  # no boot this run: the journal's boot is an earlier run's
