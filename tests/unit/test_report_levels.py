@@ -156,7 +156,8 @@ def test_a_rollback_names_the_restored_plan_and_its_calibration(tmp_path):
                                         "mem_fraction_static": 0.958}
     assert report["calibration"]["pool_tokens"] == 200064
     assert report["plan"]["explanation"] == "target 200,000 -> pool 200,064 tokens"
-    assert report["plan"]["calibration_source"] == "the restored state 20261128T065500000000Z, planned from a calibration"
+    assert report["plan"]["calibration_source"] == ("the restored state 20261128T065500000000Z, planned from a "
+                                                    "calibration")
     assert parsed.tables["plan"]["tp / pp / dp"] == "8 / 1 / 1"
 
 
