@@ -132,7 +132,7 @@ def draw(data, title):
     from matplotlib.figure import Figure
     from matplotlib.ticker import FuncFormatter
 
-    fig = Figure(figsize=(13, 5.2), dpi=100, layout="constrained")
+    fig = Figure(figsize=(13, 6.6), dpi=100, layout="constrained")  # the legends below the axes
     left, right = fig.subplots(1, 2, width_ratios=[3, 2])
     dtype = data["cell"]
     left.plot(data["fractions"], data["pool"], color="tab:blue", lw=2, label="pool, %s (SGLang's formula)" % dtype,
@@ -187,7 +187,8 @@ def draw(data, title):
                    % (data["pre_load_avail_gib"], data["post_load_avail_gib"],
                       "calibrated" if data["calibrated"] else "estimated"), fontsize=10)
     left.grid(alpha=0.3)
-    left.legend(loc="upper left", fontsize=8)
+    # under the axes: inside, a legend covered the measured boots' labels (issue 37)
+    left.legend(loc="upper left", bbox_to_anchor=(0, -0.12), ncol=2, fontsize=8, frameon=False)
 
     trade = data["tradeoff"]
     right.step(trade["contexts"], [max(r, 0.5) for r in trade["requests_at_ceiling"]], where="post", color="tab:blue",
@@ -211,7 +212,7 @@ def draw(data, title):
     right.set_ylabel("full-length requests the pool holds")
     right.set_title("context vs concurrency, most memory the headroom allows", fontsize=10)
     right.grid(alpha=0.3, which="both")
-    right.legend(loc="upper right", fontsize=8)
+    right.legend(loc="upper left", bbox_to_anchor=(0, -0.12), fontsize=8, frameon=False)
     fig.suptitle(textwrap.fill(title, 150), fontsize=11)
     buffer = io.BytesIO()
     fig.savefig(buffer, format="png")

@@ -11,6 +11,7 @@ from html.parser import HTMLParser
 import matplotlib.image
 import pytest
 import sglang_kvplan
+from matplotlib.backends.backend_agg import FigureCanvasAgg
 from sglang_report.picture import curves, draw
 from sglang_report.report import build_report, measured_boots, previous_report, write_run_report
 
@@ -197,7 +198,7 @@ def test_report_json_and_html(facts, tmp_path):
     png = base64.b64decode(payload, validate=True)
     assert png[:8] == b"\x89PNG\r\n\x1a\n"
     pixels = matplotlib.image.imread(io.BytesIO(png), format="png")
-    assert pixels.shape[:2] == (520, 1300)
+    assert pixels.shape[:2] == (660, 1300)
     assert pixels.std() > 0.05, "a picture, not a blank"
 
 
@@ -269,3 +270,18 @@ def test_a_picture_that_shows_the_same_is_taken_from_the_previous_report_not_dra
     facts["sglang_kv_plan_result"] = dict(facts["sglang_kv_plan_result"], explanation="another plan")
     with pytest.raises(AssertionError, match="drawn again"):
         write_run_report(facts, str(tmp_path), "20261201T090000Z", "2026-12-01T09:00:00+00:00")
+
+
+def test_the_legends_cover_none_of_the_data_labels(drawn):
+    # issue 37: the plan's legend sat over the measured boots' labels (upper left, where the low fractions' pools are)
+    _data, fig = drawn
+    renderer = FigureCanvasAgg(fig).get_renderer()
+    fig.draw(renderer)
+    for axes in fig.axes:
+        legend = axes.get_legend().get_window_extent(renderer)
+        assert not legend.overlaps(axes.get_window_extent(renderer)), "a legend inside the plot"
+        for text in axes.texts:
+            assert not legend.overlaps(text.get_window_extent(renderer)), text.get_text()
+        for artist in axes.get_lines():
+            points = axes.transData.transform(list(zip(artist.get_xdata(), artist.get_ydata(), strict=True)))
+            assert not any(legend.contains(x, y) for x, y in points), artist.get_gid()

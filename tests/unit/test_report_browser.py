@@ -112,7 +112,7 @@ def test_the_picture_decodes_to_the_embedded_pngs_size(rendered):
     assert png[:8] == b"\x89PNG\r\n\x1a\n"
     width, height = struct.unpack(">II", png[16:24])  # the IHDR chunk
     assert probe["complete"] is True
-    assert (probe["naturalWidth"], probe["naturalHeight"]) == (width, height) == (1300, 520)
+    assert (probe["naturalWidth"], probe["naturalHeight"]) == (width, height) == (1300, 660)
 
 
 def test_the_picture_is_drawn_where_it_sits(report_page, rendered, tmp_path):
