@@ -170,13 +170,14 @@ def run_proof(tmp_path, url, **overrides):
         defaults.update(yaml.safe_load(handle))  # the role's own vars (this host's node rank, the smoke's arguments)
     host, port = url.rsplit("//", 1)[1].split(":")
     play_vars = dict(defaults, _sglang_local_address=host, sglang_port=int(port), sglang_api_key="",
-                     sglang_ready_timeout=60, sglang_smoke_timeout=60,
-                     # the full proof, as this node's decision gives it after a change (prove.yml's first task)
-                     sglang_proof_plan={"own": {"level": "full", "reason": "this run changed the files"}},
-                     **overrides)
+                     sglang_ready_timeout=60, sglang_smoke_timeout=60, **overrides)
+    # the full proof, as this node's decision registers it after a change (prove.yml's first task): a host's
+    # register, which its peers gather from hostvars (a play var is not in hostvars)
+    decided = {"name": "This node's decision", "ansible.builtin.set_fact": {
+        "sglang_proof_plan": {"own": {"level": "full", "reason": "this run changed the files"}}}}
     play = [{"name": "The proof as prove.yml runs it", "hosts": "localhost", "connection": "local",
              "gather_facts": False, "vars": play_vars,
-             "tasks": [prove_task(),
+             "tasks": [decided, prove_task(),
                        {"name": "Keep the evidence", "changed_when": False,
                         "ansible.builtin.copy": {"content": "{{ _sglang_proof_ran.smoke | to_json }}",
                                                  "dest": str(tmp_path / "evidence.json")}}]}]
