@@ -44,8 +44,10 @@ fi
 TESTS=${TESTS:-tests/integration tests/collection tests/smoke/test_module_in_ansible.py tests/unit/test_callback_once.py
   tests/unit/test_filter_plugin.py tests/unit/test_ansible_doc.py tests/unit/test_role_argument_specs.py
   tests/unit/test_hostile_render.py tests/unit/test_report_playbooks.py tests/unit/test_progress.py}
-copy='mkdir -p /repo && tar -C /src --exclude=./.venv --exclude=./.cache --exclude=./.git --exclude=./reports -cf - . \
-  | tar -C /repo -xf - && ln -s /venv /repo/.venv && cd /repo'
+# .git comes too: the collection's build ships what git tracks (tests/collection/build.sh), so its tests need the
+# checkout's history (without it they failed: "repository '/repo' does not exist")
+copy='mkdir -p /repo && tar -C /src --exclude=./.venv --exclude=./.cache --exclude=./reports -cf - . \
+  | tar -C /repo -xf - && git config --global --add safe.directory /repo && ln -s /venv /repo/.venv && cd /repo'
 if [ "${1:-}" = sanity ]; then
   shift
   mkdir -p "$cache/sanity"
