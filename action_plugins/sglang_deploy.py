@@ -15,6 +15,7 @@ import json
 import os
 import sys
 import time
+import traceback
 
 from ansible.errors import AnsibleError
 from ansible.plugins.action import ActionBase
@@ -32,6 +33,93 @@ _PHASES = ("install", "render", "start", "calibrate", "verify", "restore", "obse
            "look", "rescue")
 # Phases that begin a run record; the others carry on the one they are given.
 _BEGIN = ("render", "restore", "observe")
+
+# The keys of the `common` the role passes (roles/sglang/vars/main.yml): _sglang_deploy to the deploy's phases,
+# _sglang_restore to a restore. A phase that takes one takes all its keys, read or not: one dict serves phases that
+# read different parts of it.
+_DEPLOY_COMMON = ("host", "server", "rank0", "order", "multinode", "service", "files", "etc_dir", "etc_group", "store",
+                  "state_manifest", "wait", "context_target")
+_RESTORE_COMMON = ("runtimes", "store", "files", "unit_name", "service", "wait")
+
+
+def _takes(required, optional="", common=(), run=True):
+    """One phase's options, {name: required}. required: what the phase reads on some path without a default (the role
+    always passes it); optional: what it reads with one; common: the keys of the common it is passed; run: it carries
+    on the run it is given (the phases that begin a run, and install, read none)."""
+    options = dict.fromkeys(optional.split() + list(common), False)
+    if common:
+        options["common"] = False
+    if run:
+        options["run"] = False
+    options.update(dict.fromkeys(required.split(), True))
+    return options
+
+
+# What each phase reads (lib/sglang_state/transaction.py, transaction_proof.py, transaction_rescue.py,
+# runtime_install.py), after `common` is merged under the task's own arguments. The one place an option is added:
+# library/sglang_deploy.py documents exactly these, and tests/unit/test_sglang_deploy_options.py holds the role's
+# every call to them.
+PHASE_OPTIONS = {
+    "install": _takes("dir legacy unit store_dir version package wheels_dir extras kernel_wheels kernel_sources "
+                      "min_free_gib uv_version names cuda_home user home proven check", run=False),
+    "render": _takes("files etc_dir etc_group store before_manifest", "plan_args", _DEPLOY_COMMON, run=False),
+    "start": _takes("host multinode service files_changed store files state_manifest wait", "nodes record",
+                    _DEPLOY_COMMON),
+    # files, etc_dir, etc_group, store, state_manifest and wait: the corrective pass's render and restart
+    "calibrate": _takes("host rank0 order multinode server service nodes spec plan context_target calibration_store "
+                        "plan_inputs files etc_dir etc_group store state_manifest wait", "stored in_use",
+                        _DEPLOY_COMMON),
+    "verify": _takes("host rank0 order multinode server nodes context_target min_headroom_gib", "", _DEPLOY_COMMON),
+    "restore": _takes("name unit_path runtimes store files service wait", "", _RESTORE_COMMON, run=False),
+    "observe": _takes("record_path service", run=False),
+    "decide": _takes("service context_target", "record versions runtime_changed asked reprove_after_days"),
+    "prove": _takes("on_rank0 planned smoke progress_file limit", "concurrent_requests"),
+    "record": _takes("planned live store files manifest record_path", "smoke"),
+    "look": _takes("service url store files", "api_key"),
+    "rescue": _takes("failure nodes host rank0 rollback_on_failure service restore", "failed_in api_key versions"),
+}
+# The parts of calibrate's plan_inputs the action's re-plan reads (read before the phase runs, so that a missing one
+# is the task's mistake and not the phase's)
+_PLAN_PARTS = ("knobs", "measured", "gpus", "calibrations")
+
+
+def refused(phase, own, common):
+    """The sentence that refuses this phase's options, or None. own: the task's arguments less phase; common: the
+    dict it passes as common. An option the phase does not take is named, then a required one neither gives."""
+    takes = PHASE_OPTIONS[phase]
+    # common's keys are checked only where common is taken: elsewhere `common` itself is the unknown option
+    inside = [name for name in common if name not in own] if "common" in takes else []
+    unknown = ["'%s'" % name for name in sorted(own) if name not in takes]
+    unknown += ["'%s' (in common)" % name for name in sorted(inside) if name not in takes]
+    if unknown:
+        return "sglang_deploy (phase %s): unknown option%s %s; phase %s takes: %s" % (
+            phase, "s" if len(unknown) > 1 else "", ", ".join(unknown), phase, ", ".join(sorted(takes)))
+    required = sorted(name for name, needed in takes.items() if needed)
+    missing = ["'%s'" % name for name in required if name not in own and name not in inside]
+    if missing:
+        return "sglang_deploy (phase %s): missing required option%s %s; phase %s requires: %s" % (
+            phase, "s" if len(missing) > 1 else "", ", ".join(missing), phase, ", ".join(required))
+    return None
+
+
+def _plan_inputs(args):
+    """calibrate's plan_inputs, the parts its re-plan reads."""
+    inputs = args["plan_inputs"]
+    return {part: inputs[part] for part in _PLAN_PARTS}
+
+
+def _replanner(inputs, task_vars):
+    """calibrate's re-plan: {node: measured calibration} -> the planner's {spec, plan} or {error}, for this host."""
+    def replan(calibrations):
+        measured = dict(inputs["calibrations"] or {}, **calibrations)
+        return planhost.plan_host(task_vars.get("inventory_hostname"), task_vars["hostvars"], inputs["knobs"],
+                                  inputs["measured"], inputs["gpus"], measured)
+    return replan
+
+
+def _failed(phase, run, msg, changed=False):
+    """A failed phase's result: `run` as it stands, which the role's rescue reads."""
+    return {"phase": phase, "failed": True, "changed": changed, "run": run, "msg": msg}
 
 
 class _Executor:
@@ -136,58 +224,39 @@ class ActionModule(ActionBase):
     def run(self, tmp=None, task_vars=None):
         task_vars = task_vars or {}
         super().run(tmp, task_vars)
-        args = dict(self._task.args)
-        # `common`: the settings every phase of this host shares (vars/main.yml's _sglang_deploy), under its own
-        # arguments
-        args = dict(args.pop("common", None) or {}, **args)
-        phase = args.pop("phase", None)
+        own = dict(self._task.args)
+        phase = own.pop("phase", None)
         if phase not in _PHASES:
             return {"failed": True, "msg": "sglang_deploy: phase is %r, one of %s" % (phase, ", ".join(_PHASES))}
-        host = task_vars.get("inventory_hostname")
-        # Each phase carries on the run the one before it registered; render begins it.
-        carried = args.pop("run", None) or {}
-        run = transaction.new_run() if phase in _BEGIN else dict(transaction.new_run(), **carried)
-        executor = _Executor(self, task_vars, host)
+        run = transaction.new_run()
         try:
-            if phase == "install":
-                result = runtime_install.install(executor, args)
-            elif phase == "render":
-                result = transaction.render(executor, args, run)
-            elif phase == "start":
-                result = transaction.start(executor, args, run)
-            elif phase == "calibrate":
-                inputs = args.pop("plan_inputs")
-
-                def replan(calibrations):
-                    measured = dict(inputs["calibrations"] or {}, **calibrations)
-                    return planhost.plan_host(host, task_vars["hostvars"], inputs["knobs"], inputs["measured"],
-                                              inputs["gpus"], measured)
-
-                result = transaction.calibrate(executor, dict(args, replan=replan), run)
-            elif phase == "verify":
-                result = transaction.verify(args, run)
-            elif phase == "restore":
-                result = transaction.restore(executor, args, run)
-            elif phase == "observe":
-                result = transaction_proof.observe(executor, args)
-            elif phase == "decide":
-                result = transaction_proof.decide(executor, args, run)
-            elif phase == "prove":
-                result = transaction_proof.prove(executor, args, run)
-            elif phase == "record":
-                result = transaction_proof.record(executor, args, run)
-            elif phase == "look":
-                result = transaction_rescue.look(executor, args, run)
-            else:
-                result = transaction_rescue.rescue(executor, args, run)
+            # `common`: the settings every phase of this host shares (vars/main.yml's _sglang_deploy), under its own
+            # arguments; each phase carries on the run the one before it registered (render begins one)
+            common = dict(own.get("common") or {})
+            if phase not in _BEGIN:
+                run.update(own.get("run") or {})
+            sentence = refused(phase, own, common)
+            inputs = _plan_inputs(dict(common, **own)) if phase == "calibrate" and not sentence else None
+        except (KeyError, TypeError, ValueError) as error:
+            # common or run that is not a mapping, plan_inputs without one of its parts: the task's mistake, said
+            return _failed(phase, run, "sglang_deploy (phase %s): an argument is of the wrong kind (common and run "
+                                       "are mappings; plan_inputs holds %s): %s: %s"
+                           % (phase, ", ".join(_PLAN_PARTS), type(error).__name__, error))
+        if sentence:  # nothing ran: the host is as the phase before left it
+            return _failed(phase, run, sentence)
+        args = {name: value for name, value in dict(common, **own).items() if name not in ("common", "run")}
+        executor = _Executor(self, task_vars, host=task_vars.get("inventory_hostname"))
+        try:
+            result = self._phase(phase, executor, args, run, inputs, task_vars)
         except transaction.PhaseFailed as failure:
-            result = {"phase": phase, "failed": True, "msg": str(failure),
-                      "changed": bool(run.get("changed_this_run")), "run": run}
-        except (KeyError, TypeError, ValueError, AttributeError) as error:
-            # an argument the role passes in another shape: a sentence, not a traceback
-            result = {"phase": phase, "failed": True, "changed": bool(run.get("changed_this_run")), "run": run,
-                      "msg": "sglang_deploy (phase %s): an argument is missing or of the wrong kind: %s: %s"
-                             % (phase, type(error).__name__, error)}
+            result = _failed(phase, run, str(failure), changed=bool(run.get("changed_this_run")))
+        except AnsibleError:
+            raise  # the connection's or a template's own error, which Ansible reports (an unreachable host included)
+        except Exception as error:  # noqa: BLE001 - the arguments passed: what is left is the phase's own defect
+            result = _failed(phase, run, "sglang_deploy (phase %s): a defect in this phase, not in the task's "
+                                         "arguments: %s: %s; run with -vvv for the traceback"
+                             % (phase, type(error).__name__, error), changed=bool(run.get("changed_this_run")))
+            result["exception"] = traceback.format_exc()
         finally:
             self._remove_tmp_path(self._connection._shell.tmpdir)
         if executor.diffs:
@@ -195,3 +264,21 @@ class ActionModule(ActionBase):
         if executor.warnings:
             result["warnings"] = result.get("warnings", []) + executor.warnings
         return result
+
+    @staticmethod
+    def _phase(phase, executor, args, run, inputs, task_vars):
+        """The phase's own function's result (PhaseFailed when it fails)."""
+        if phase == "install":
+            return runtime_install.install(executor, args)
+        if phase == "calibrate":
+            del args["plan_inputs"]  # the action's: the phase takes the re-plan it makes of them
+            return transaction.calibrate(executor, dict(args, replan=_replanner(inputs, task_vars)), run)
+        if phase == "verify":
+            return transaction.verify(args, run)
+        if phase == "observe":
+            return transaction_proof.observe(executor, args)
+        phases = {"render": transaction.render, "start": transaction.start, "restore": transaction.restore,
+                  "decide": transaction_proof.decide, "prove": transaction_proof.prove,
+                  "record": transaction_proof.record, "look": transaction_rescue.look,
+                  "rescue": transaction_rescue.rescue}
+        return phases[phase](executor, args, run)

@@ -35,6 +35,10 @@ description:
     restore or the stop, and the run's message (always failed) (lib/sglang_state/transaction_rescue.py).
   - An action plugin; it runs modules on the host. Every result carries C(run), what this run did to the host so far
     (failed phases too), which the role's rescue reads.
+  - Each phase takes only the options it reads (the table PHASE_OPTIONS in action_plugins/sglang_deploy.py), and all
+    the keys of the O(common) it is passed; it refuses any other option, and a missing required one, by name before
+    it runs anything. An error inside a phase whose options passed is reported as a defect of the phase, its
+    traceback in C(exception) (shown with -vvv).
 version_added: "1.1.0"
 author: sglang-longctx maintainers (!UNKNOWN)
 options:
@@ -44,7 +48,13 @@ options:
     required: true
     choices: [install, render, start, calibrate, verify, restore, observe, decide, prove, record, look, rescue]
   common:
-    description: Settings every phase of this host shares (the role passes one dict), under the phase's own.
+    description:
+      - Settings every phase of this host shares (the role passes one dict), under the phase's own.
+      - C(render), C(start), C(calibrate), C(verify) - the role's C(_sglang_deploy) (O(host), O(server), O(rank0),
+        O(order), O(multinode), O(service), O(files), O(etc_dir), O(etc_group), O(store), O(state_manifest), O(wait),
+        O(context_target)).
+      - C(restore) - the role's C(_sglang_restore) (O(runtimes), O(store), O(files), O(unit_name), O(service),
+        O(wait)).
     type: dict
   dir:
     description: C(install) - the runtimes' folder (sglang_runtimes_dir).
@@ -105,12 +115,13 @@ options:
     description: C(install) - the runtime check's arguments (sglang_runtime_check) besides the path.
     type: dict
   run:
-    description: The C(run) of the phase before (not for C(render), which begins a run).
+    description: The C(run) of the phase before (not for C(render), C(restore) and C(observe), which begin a run, nor
+      C(install)).
     type: dict
   files:
     description:
-      - C(render), C(calibrate) - the service's files, each C({src, dest, mode, group, secret}).
-      - C(start) - their paths.
+      - C(render), C(start), C(calibrate) - the service's files, each C({src, dest, mode, group, secret}).
+      - C(restore), C(record), C(look) - their paths.
     type: list
     elements: raw
   etc_dir:
@@ -125,6 +136,10 @@ options:
   before_manifest:
     description: C(render) - the manifest of the state found on the host.
     type: dict
+  plan_args:
+    description: C(render) - the planned server flags, said in check mode when SGLang would restart.
+    type: list
+    elements: str
   state_manifest:
     description: C(start), C(calibrate) - the manifest of the state this run deploys.
     type: dict
@@ -154,7 +169,7 @@ options:
     description: The systemd unit.
     type: str
   wait:
-    description: C(start), C(calibrate) - the readiness wait, C({url, unit, timeout, api_key}).
+    description: C(start), C(calibrate), C(restore) - the readiness wait, C({url, unit, timeout, api_key}).
     type: dict
   spec:
     description: C(calibrate) - the planner's spec of the plan that booted.
@@ -189,6 +204,10 @@ options:
   runtimes:
     description: C(restore) - the runtimes' folder and the distributions a runtime reports, C({dir, names}).
     type: dict
+  unit_name:
+    description: C(restore) - the unit's file name in an entry; taken (and not read) as a key of O(common), which the
+      rescue's O(restore) shares.
+    type: str
   restore:
     description: C(rescue) - what C(restore) takes besides the entry (C(runtimes), C(store), C(files), C(unit_name),
       C(service), C(wait)).
