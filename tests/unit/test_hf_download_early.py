@@ -30,23 +30,36 @@ def args_for(server, tmp_path, **extra):
                             "http://127.0.0.1:%d" % server.server_port), **extra), target
 
 
-def alive(pid):
+def started_at(pid):
+    """The process's start time (field 22 of /proc/PID/stat) and whether it is a zombie; None when it is gone. The
+    start time tells the early download from a later process given its pid again (pid_max is 32,768 here, and a
+    machine running the molecule lanes beside the unit tests goes through pids fast)."""
     try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    try:  # a zombie of this test's process tree counts as gone
         with open("/proc/%d/stat" % pid, encoding="utf-8") as handle:
-            return handle.read().split(")")[-1].split()[0] != "Z"
+            fields = handle.read().rsplit(")", 1)[-1].split()
     except OSError:
+        return None
+    return fields[19], fields[0] == "Z"
+
+
+def alive(pid, since=None):
+    """Whether the process runs (a zombie of this test's process tree counts as gone); with `since` (started_at's
+    first answer) only while it is that same process."""
+    now = started_at(pid)
+    if now is None or now[1]:
         return False
+    return since is None or now[0] == since[0]
 
 
-def wait_gone(pid, seconds=60):
+def wait_gone(pid, seconds=180, ledger=None):
+    # 180 s: a connection the loaded machine stalled costs the client's 60 s timeout and one more try
+    since = started_at(pid)
     until = time.monotonic() + seconds
-    while alive(pid) and time.monotonic() < until:
+    while alive(pid, since) and time.monotonic() < until:
         time.sleep(0.1)
-    assert not alive(pid), "the early download (pid %d) still runs" % pid
+    said = ledger.read_text(errors="replace") if ledger and ledger.exists() else "no ledger"
+    assert not alive(pid, since), "the early download (pid %d) still runs after %d s; its ledger: %s" % (
+        pid, seconds, said)
 
 
 def join(args, tmp_path, tries=60):
@@ -203,7 +216,7 @@ def test_download_yml_after_an_early_download_that_finished_ends_the_phase_with_
         args, target = args_for(server, tmp_path)
         rc, out = one_try(dict(args, background=True), tmp_path)
         assert rc == 0 and out["started"], out
-        wait_gone(out["pid"])
+        wait_gone(out["pid"], ledger=target / ".sglang-download.json")
         clock_file = tmp_path / "clock.json"
         step = {"_sglang_download_repo": "org/model", "_sglang_download_revision": "main",
                 "_sglang_download_path": str(target), "sglang_user": "root", "sglang_hf_token": "",
