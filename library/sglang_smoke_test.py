@@ -205,6 +205,12 @@ max_req_input_len:
   description: The longest input the scheduler accepts, min(context, pool) - 6.
   type: int
   returned: when the server answered
+server_version:
+  description: The SGLang release the server says it runs (C(version) of its server info, SGLang's own
+    C(__version__)); null when it gives none or one that is not a version.
+  type: str
+  returned: when the server answered
+  sample: 0.5.23
 context_target:
   description: The I(context_target) checked, or null.
   type: int
@@ -666,6 +672,16 @@ def wait_ready(client, seconds):
         time.sleep(min(2.0, max(0.1, deadline - time.monotonic())))
 
 
+VERSION = re.compile(r"[0-9][0-9A-Za-z.+_-]{0,39}")
+
+
+def server_version(info):
+    """The release the server names (SGLang's /server_info carries its __version__), shown in the report: a peer's
+    answer, so only a short version-shaped string is taken."""
+    version = info.get("version") if isinstance(info, dict) else None
+    return version if isinstance(version, str) and VERSION.fullmatch(version) else None
+
+
 def server_info(client):
     """/server_info (0.5.9+), else /get_server_info (older): (pool, max_req_input_len, info)."""
     try:
@@ -916,7 +932,8 @@ def ready_server(params, result, progress, server, stage):
     pool, max_req_input_len, info = server_info(server)
     model, context_length = served_model(server, info)
     result.update(pool_tokens=pool, max_req_input_len=max_req_input_len, context_length=context_length,
-                  min_pool_tokens=max(context_length or 0, params.get("min_pool_tokens") or 0) or None)
+                  min_pool_tokens=max(context_length or 0, params.get("min_pool_tokens") or 0) or None,
+                  server_version=server_version(info))
     return pool, max_req_input_len, model, context_length, reserved_tokens(info)
 
 

@@ -196,7 +196,8 @@ def build_report(facts, generated_at, previous=None, previous_path=None):
         "restarts": {"starts": starts,
                      "corrective": _number(facts.get("sglang_corrective_restarts")) or 0},
         "proof": {k: smoke.get(k) for k in (
-            "ok", "pool_tokens", "min_pool_tokens", "context_length", "max_req_input_len", "prompt_tokens",
+            "ok", "pool_tokens", "min_pool_tokens", "context_length", "max_req_input_len", "server_version",
+            "prompt_tokens",
             "completion_tokens",
             "completion", "elapsed_s", "ttft_s", "prefill_tokens_per_s", "checks", "msg", "level", "escalated",
             "decode", "concurrency")},
@@ -380,7 +381,8 @@ def render_html(report, png):
         "<h2>Proof</h2><table id=\"proof\">%s</table>" % _rows([
             ("level", proof.get("level")), ("why", proof.get("escalated") or proof.get("level_reason")),
             ("last full proof", proof.get("last_full_at")),
-            ("passed", proof.get("ok")), ("pool (tokens)", proof.get("pool_tokens")),
+            ("passed", proof.get("ok")), ("SGLang (as the server names itself)", proof.get("server_version")),
+            ("pool (tokens)", proof.get("pool_tokens")),
             ("prompt (tokens, server-counted)", proof.get("prompt_tokens")),
             ("time to first token (s)", proof.get("ttft_s")), ("request (s)", proof.get("elapsed_s")),
             ("prefill (tokens/s)", proof.get("prefill_tokens_per_s")), ("answer", proof.get("completion")),

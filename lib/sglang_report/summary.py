@@ -69,8 +69,11 @@ def summary_lines(report):
     plan, proof = report["plan"], report["proof"]
     inputs = plan.get("inputs") or {}
     restarts = report["restarts"]
-    lines = ["serving: %s (tp / pp / dp %s / %s / %s)" % (report.get("serving_state"), _fmt(inputs.get("tp_size")),
-                                                          _fmt(inputs.get("pp_size")), _fmt(inputs.get("dp_size"))),
+    # the release as the proof's server named itself (a double says so: 0.5.23+double)
+    release = "SGLang %s; " % proof["server_version"] if proof.get("server_version") else ""
+    lines = ["serving: %s (%stp / pp / dp %s / %s / %s)" % (
+                 report.get("serving_state"), release, _fmt(inputs.get("tp_size")), _fmt(inputs.get("pp_size")),
+                 _fmt(inputs.get("dp_size"))),
              "plan: %s" % _fmt(plan.get("explanation")),
              _calibration(report),
              "starts this run: %s, corrective restarts: %s" % (restarts["starts"], restarts["corrective"]),

@@ -29,6 +29,7 @@ def test_the_full_proof_measures_decode_at_the_full_context(smoke, double):
         rc, result = smoke(url=url, context_target=200_000, decode_tokens=8)
     assert rc == 0, result.get("msg")
     assert result["level"] == "full" and result["escalated"] is None
+    assert result["server_version"] == "0.5.23+double"  # its /server_info names its package, as SGLang's does
     decode = result["decode"]
     assert decode["tokens"] == 8 and decode["prompt_tokens"] == result["prompt_tokens"]
     assert 180 <= decode["tpot_ms"] <= 400, decode  # the pace near the full context, not the short one's 5 ms

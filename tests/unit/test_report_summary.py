@@ -94,3 +94,9 @@ def test_a_forced_full_proof_that_restarted_nothing_does_not_claim_a_deploy():
                    sglang_proof_level={"level": "full", "reason": "asked for (sglang_proof: full)"})
     assert lines[0] == "serving: the state that was serving (this run restarted nothing) (tp / pp / dp 8 / 1 / 1)"
     assert "this run's boot" not in lines[2]  # no boot this run: the journal's boot is an earlier run's
+
+
+def test_the_serving_line_names_the_release_the_server_named_itself():
+    # the double names itself as it is (0.5.23+double), so a demo's report cannot pass for a real server's
+    lines = _lines(sglang_smoke=dict(FULL, server_version="0.5.23+double"))
+    assert lines[0] == "serving: this run's deploy (SGLang 0.5.23+double; tp / pp / dp 8 / 1 / 1)"

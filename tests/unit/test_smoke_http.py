@@ -138,3 +138,13 @@ def test_a_connection_reset_mid_answer_is_a_sentence_to_retry(peers):
     client = smoke.Client("http://127.0.0.1:%d" % server.server_port, timeout=30)
     with pytest.raises(smoke.Retryable, match="broke off mid-answer"):
         client.stream("/v1/completions", {"prompt": "hi", "stream": True})
+
+
+@pytest.mark.parametrize("answer, taken", [
+    ({"version": "0.5.23"}, "0.5.23"), ({"version": "0.5.23+double"}, "0.5.23+double"),
+    ({"version": "0.5.10.post1"}, "0.5.10.post1"), ({}, None), ({"version": 5}, None),
+    ({"version": "<script>"}, None), ({"version": "0.5.23\nserving: forged"}, None), ({"version": "0.5.23\n"}, None),
+    ({"version": "1" * 41}, None), ([], None)])
+def test_the_server_s_version_is_taken_only_when_it_is_version_shaped(answer, taken):
+    # a peer's answer reaches the report and the console: only a short version string gets there
+    assert smoke.server_version(answer) == taken

@@ -285,7 +285,7 @@ def main(argv=None):
         state = boot(args, gpu, table, cluster)
     except (BootError, ValueError, OSError) as error:
         return _fail(error, first_rank)
-    state["version"] = gpu.get("version", __version__)
+    state["version"] = __version__  # as SGLang's /server_info names its own package (0.5.23+double)
     if gpu["fault"] == "crash":
         _crash_later(float(gpu["fault_after_seconds"]) + 0.01, first_rank)
     if cluster and args.node_rank >= 1:
