@@ -230,3 +230,19 @@ def test_rollback_refuses_an_entry_whose_runtime_is_gone_and_changes_nothing(hos
                      r"which is gone from this host", out), out[-2000:]
     before, after = read(host, "/root/gone-runtime-invocations.txt").split()
     assert before == after  # nothing restarted
+
+
+def test_a_rollback_started_during_a_deploy_is_refused_naming_it_and_changes_nothing():
+    # side_effect.yml started rollback.yml while the bad-flag site.yml run held the host's run lock (frozen there);
+    # the deploy then went on and ended as test_bad_flag_run_fails_in_one_sentence_restores_and_leaks_nothing reads
+    path = os.path.join(os.environ["MOLECULE_EPHEMERAL_DIRECTORY"], "rollback-beside-deploy.txt")
+    with open(path, encoding="utf-8") as handle:
+        out = re.sub(r"\x1b\[[0-9;]*m", "", handle.read())  # the recap's colours
+    assert out.rstrip().endswith("rc=2"), out[-3000:]
+    assert re.search(r"This host is being changed by another run: run \S+ \(play 'Deploy SGLang for the context "
+                     r"target, and prove it', controller \S+, pid \d+", out), out[-3000:]
+    assert "Waited 3 s (sglang_run_lock_wait)" in out and "Traceback" not in out
+    recap = re.search(r"^ct200-rollback\s+:.*$", out, re.M)
+    assert recap and "changed=0" in recap.group(0) and "failed=1" in recap.group(0), out[-3000:]
+    for key in KEYS:
+        assert key not in out
