@@ -9,6 +9,7 @@ import uuid
 from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+from sglang import __version__
 from sglang._double_scheduler import Admission
 from sglang._double_tokenizer import pieces, tokenize
 
@@ -68,7 +69,9 @@ class Server:
                 "token_capacity": self.state["max_total_num_tokens"], "graph": self.state["graph_gb"]}
         return {**server_args, "max_total_num_tokens": self.state["max_total_num_tokens"],
                 "max_req_input_len": self.state["max_req_input_len"], "internal_states": [internal],
-                "version": self.state["version"]}
+                # SGLang's own __version__ (0.5.23 http_server.py:888): the double's package names itself a double,
+                # whichever release's behaviour it impersonates (state["version"])
+                "version": __version__}
 
     def loads(self):
         """/v1/loads?include=core (0.5.23 entrypoints/v1_loads.py; the fields of managers/load_snapshot.py

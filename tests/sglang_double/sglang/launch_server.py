@@ -12,6 +12,7 @@ the others over TCP at the rendezvous, sizes the pool from the least-free rank o
 the others only SGLang's dummy health endpoints. See sglang/_double_nodes.py.
 """
 
+import json
 import logging
 import os
 import sys
@@ -48,9 +49,28 @@ def prepare_server_args(argv, table=None):
     return resolve_dp_attention(server_args(parser.parse_args(argv)), has_attn_dp_size)
 
 
+# The keys SGLang reads a model's window from, first present wins (0.5.15 and 0.5.23 utils/hf_transformers/
+# common.py CONTEXT_LENGTH_KEYS).
+_WINDOW_KEYS = ("max_sequence_length", "seq_length", "max_seq_len", "model_max_length", "max_position_embeddings")
+
+
+def _derived_context_len(text):
+    """get_context_length (0.5.23 common.py:677-695): the window times rope_scaling's factor, a factor that counts
+    only when the scaling names no original_max_position_embeddings and is not llama3's."""
+    scaling = text.get("rope_scaling") or {}
+    factor = scaling.get("factor", 1)
+    if "original_max_position_embeddings" in scaling or scaling.get("rope_type") == "llama3":
+        factor = 1
+    window = next((text[key] for key in _WINDOW_KEYS if text.get(key) is not None), None)
+    return 2048 if window is None else int(factor * window)
+
+
 def _context_len(args, config):
     text = sim.language_config(config)
-    derived = text.get("max_position_embeddings") or 4096
+    override = json.loads(getattr(args, "json_model_override_args", None) or "{}")
+    if text is config:  # --json-model-override-args updates the top-level config (hf_transformers get_config)
+        text = dict(config, **override)
+    derived = _derived_context_len(text)
     context_len = args.context_length or derived
     if context_len > derived and os.environ.get("SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN") != "1":
         raise BootError(
@@ -285,7 +305,7 @@ def main(argv=None):
         state = boot(args, gpu, table, cluster)
     except (BootError, ValueError, OSError) as error:
         return _fail(error, first_rank)
-    state["version"] = __version__  # as SGLang's /server_info names its own package (0.5.23+double)
+    state["version"] = gpu.get("version", __version__)
     if gpu["fault"] == "crash":
         _crash_later(float(gpu["fault_after_seconds"]) + 0.01, first_rank)
     if cluster and args.node_rank >= 1:
