@@ -15,7 +15,7 @@ from sglang_checks import extra_args, flags
 KNOB_KEYS = ("model", "model_config", "weights_gib_per_gpu", "context_target", "tp_size", "pp_size", "dp_size",
              "enable_dp_attention", "kv_cache_dtype", "page_size", "version", "pool_policy",
              "max_running_requests", "preload_overhead_gib", "min_headroom_gib", "uncalibrated_margin",
-             "dist_init_port", "dist_timeout")
+             "dist_init_port", "dist_timeout", "rope_scaling")
 # Every knob the spec reads (plan.yml passes exactly these; the check phase reads them from the inventory).
 KNOBS = tuple("sglang_" + key for key in KNOB_KEYS) + (
     "sglang_checkpoint_gib", "sglang_speculative", "sglang_pool_rules", "sglang_gpu_memory_mib",
@@ -142,6 +142,11 @@ def spec(host, knobs, per_node, rank0_address, measured=None):
     server in rank order; rank0_address: rank 0's ansible_host (or name); measured: what was read on the host
     (checkpoint_gib, draft_model_config, draft_checkpoint_gib), when it was."""
     measured = measured or {}
+    if knobs.get("sglang_rope_scaling") and _extra_switch(knobs, ("json_model_override_args",)) is not None:
+        raise sglang_kvplan.KVPlanError(
+            "sglang_rope_scaling and --json-model-override-args in sglang_extra_args: the plan renders the RoPE "
+            "scaling as --json-model-override-args, and SGLang takes one; put the other overrides' keys in that "
+            "one (drop the extra argument) or leave sglang_rope_scaling empty.")
     node = sglang_kvplan.node_placement(knobs.get("sglang_nodes") or [], host, knobs.get("sglang_tp_size"),
                                         knobs.get("sglang_pp_size"))
     server = sglang_kvplan.server_inputs(per_node)

@@ -14,6 +14,7 @@ import math
 from .architectures import GEMMA3, check_architecture
 from .refusals import check_launch, check_lora
 from .releases import ELEM_BYTES, MODEL_FREE_ALGORITHMS, OWN_GEOMETRY_ALGORITHMS, RULES, first_release_with
+from .rope import derived_context, scaled_window
 from .spec import KVPlanError
 
 # SGLang's dtype "auto" serves a float32 checkpoint (or one that names no dtype) as float16, bfloat16 for Gemma
@@ -316,7 +317,20 @@ def describe_cell(spec):
 
 
 def native_context(config):
-    return text_config(config).get("max_position_embeddings")
+    """The window SGLang derives from the checkpoint's config.json (rope.py)."""
+    return derived_context(text_config(config))
+
+
+def context_window(spec):
+    """(the window a --context-length may reach, --json-model-override-args or None): the model's own, or the one
+    sglang_rope_scaling gives it. A multimodal checkpoint keeps its RoPE in text_config, which SGLang's top-level
+    override does not reach: refused there."""
+    config, scaling = spec["model_config"], spec.get("rope_scaling")
+    if scaling and text_config(config) is not config:
+        raise KVPlanError("sglang_rope_scaling: this checkpoint keeps its language model's settings under "
+                          "text_config, which --json-model-override-args does not reach; leave sglang_rope_scaling "
+                          "empty (the plan cannot widen this model's window).")
+    return scaled_window(text_config(config), scaling)
 
 
 def mtp_head_gib(spec):

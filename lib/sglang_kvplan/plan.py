@@ -22,13 +22,14 @@ from . import concurrency
 from .memory import GIB, draft_weights, memory, mm_reserve_gib, pool_tokens, profile_post
 from .model import (
     cell_bytes,
+    context_window,
     describe_cell,
     draft_cell_bytes,
-    native_context,
     separate_draft_cell_bytes,
     target_cell_bytes,
 )
 from .pages import page_note, pin_granule, pool_page
+from .rope import quality_note
 from .server import dist_init_addr, parallel_args
 from .spec import KVPlanError, load_presets, normalize_spec
 
@@ -142,14 +143,19 @@ def eagle_params(spec):
 
 
 def _beyond_native_window(spec):
-    """SGLang refuses a context past max_position_embeddings unless told to extend it."""
-    native = native_context(spec["model_config"])
-    if not native or spec["context_target"] <= native:
+    """SGLang refuses a context past the window it derives from the config (rope.py), unless told to extend it."""
+    window, _override = context_window(spec)
+    if spec["context_target"] <= window:
         return ""
-    return ("context_target %s is beyond the model's native window (max_position_embeddings %s): SGLang "
-            "refuses it without SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1 and a RoPE-scaling override, "
-            "and quality past the trained window is not assured. Lower sglang_context_target to at most %s."
-            % (_fmt(spec["context_target"]), _fmt(native), _fmt(native)))
+    scaling = spec["rope_scaling"]
+    what = ("the model's native window as sglang_rope_scaling widens it (factor %s x %s = %s tokens)"
+            % (scaling["factor"], _fmt(scaling["original_max_position_embeddings"]), _fmt(window)) if scaling
+            else "the model's native window (%s tokens, as SGLang derives it from config.json)" % _fmt(window))
+    fix = "" if scaling else (", or, where the model card documents a RoPE scaling (YaRN), name it in "
+                              "sglang_rope_scaling")
+    return ("context_target %s is beyond %s: SGLang refuses it (SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1 would "
+            "lift its check for any length, and quality past the trained window is not assured). Lower "
+            "sglang_context_target to at most %s%s." % (_fmt(spec["context_target"]), what, _fmt(window), fix))
 
 
 class Budget:
@@ -325,6 +331,10 @@ def plan(raw_spec):
     if spec["page_size"] != 1:
         args += ["--page-size", str(spec["page_size"])]
     args += speculative_args(spec) + model_args(spec) + node_args(spec)
+    override = context_window(spec)[1]
+    if override:
+        args += ["--json-model-override-args", override]
+        assumptions.append(quality_note(spec["rope_scaling"]))
     if calibrated:
         basis = "calibrated (P %.3f GiB, A %.3f GiB)" % (pre, post)
     else:

@@ -75,6 +75,8 @@ _KEYS = {
     # and the CUDA graphs' GiB a boot measured (the calibration's graph_gib).
     "chunked_prefill_size": ("nonneg_int", None),
     "graph_gib": ("nonneg_float", None),
+    # The RoPE scaling the model card documents, to serve past the model's window (rope.py); {} or None: none.
+    "rope_scaling": ("rope_scaling", None),
 }
 
 # The keys a spec (and a measured boot's `setup`) may hold.
@@ -159,6 +161,9 @@ def _check_value(key, kind, value):
                           % (_where(key), ", ".join(POOL_POLICIES), value))
     if kind == "speculative":
         return _check_speculative(value)
+    if kind == "rope_scaling":
+        from .rope import check_rope_scaling  # rope.py imports this module
+        return check_rope_scaling(value)
     if kind == "transport":
         if isinstance(value, str) and value:
             return value

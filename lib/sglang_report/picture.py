@@ -11,7 +11,7 @@ import textwrap
 
 import sglang_kvplan
 from sglang_kvplan.memory import forward, memory
-from sglang_kvplan.model import describe_cell, native_context
+from sglang_kvplan.model import context_window, describe_cell
 from sglang_kvplan.plan import Budget, fraction_ceiling, pinned_fraction
 from sglang_kvplan.spec import normalize_spec
 
@@ -72,7 +72,8 @@ def curves(spec, plan, measured=(), step=0.0025):
         # A boot may name the setup it ran under where that differs from today's (`setup`: spec keys).
         "measured": [dict(m, predicted=sglang_kvplan.pool_tokens(dict(spec, **(m.get("setup") or {})),
                                                                   m["mem_fraction_static"])) for m in measured],
-        "native_context": native_context(normalized["model_config"]) or None,
+        # the model's window, or the one sglang_rope_scaling gives it
+        "native_context": context_window(normalized)[0] or None,
         # The line each other setup the boots ran under would draw (e.g. an older release's rules).
         "measured_lines": {
             ", ".join("%s %s" % kv for kv in sorted(setup.items())): _line(dict(spec, **setup), fractions, None)

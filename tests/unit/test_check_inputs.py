@@ -164,3 +164,26 @@ def test_the_spec_carries_the_transport_to_the_planner():
     assert spec["mm_feature_transport"] == "cuda_ipc"
     plain = planspec.plan(dict(spec, mm_feature_transport=None), server)
     assert plain["headroom_gib"] - planspec.plan(spec, server)["headroom_gib"] == pytest.approx(1.0, abs=0.0011)
+
+
+def _rope_knobs(**extra):
+    knobs = {name: None for name in planspec.KNOBS}
+    knobs.update(sglang_model="qwen3-32b", sglang_tp_size=4, sglang_version="0.5.23", sglang_context_target=131_072,
+                 sglang_gpu_memory_mib=81_559, **extra)
+    return knobs
+
+
+def test_the_spec_carries_sglang_rope_scaling_to_the_plan():
+    yarn = {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 32768}
+    knobs = _rope_knobs(sglang_rope_scaling=yarn)
+    spec, server, _ = planspec.spec("h", knobs, [planspec.node_inputs("h", knobs)], "h")
+    assert "--json-model-override-args" in planspec.plan(spec, server)["args"]
+    # the operator's own --json-model-override-args beside it: SGLang takes one, so the two are refused together
+    knobs = _rope_knobs(sglang_rope_scaling=yarn, sglang_extra_args=["--json-model-override-args", "{}"])
+    with pytest.raises(sglang_kvplan.KVPlanError, match="sglang_rope_scaling and --json-model-override-args"):
+        planspec.spec("h", knobs, [planspec.node_inputs("h", knobs)], "h")
+
+
+def test_sglang_rope_scaling_misspelt_or_of_the_wrong_kind_is_refused_by_name():
+    assert any("sglang_rope_scaling" in r for r in refusals({"sglang_rope_scalng": {}}))
+    assert any("sglang_rope_scaling" in r for r in refusals({"sglang_rope_scaling": [4.0]}))

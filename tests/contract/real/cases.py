@@ -68,6 +68,9 @@ MODELS = {
 }
 
 
+YARN = {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 32768}
+
+
 def _case(cid, gpu, model, draft=None, **knobs):
     return {"id": cid, "gpu": gpu, "model": model, "draft": draft, "knobs": knobs}
 
@@ -119,6 +122,11 @@ MATRIX = [
     _case("qwen3-tp4-replicas2-h100", "h100", "qwen3-32b", tp_size=4, dp_size=2, context_target=40000),
     _case("qwen3-tp2-mrr16-sm120", "sm120", "qwen3-32b", tp_size=2, context_target=32768, max_running_requests=16),
     _case("qwen3-beyond-native-refused", "h100", "qwen3-32b", tp_size=4, context_target=131072),
+    # past the window by the YaRN scaling Qwen3's model card documents: the plan's override (sglang_rope_scaling)
+    # is accepted at 131,072; the card's override alone leaves the window at 40,960 and is refused
+    _case("qwen3-yarn-131072-h100", "h100", "qwen3-32b", tp_size=4, context_target=131072, rope_scaling=YARN),
+    _case("qwen3-yarn-card-override-refused", "h100", "qwen3-32b", tp_size=4, context_target=131072,
+          extra_args=["--json-model-override-args", json.dumps({"rope_scaling": YARN})]),
     # Llama-3.1-8B: EAGLE3, STANDALONE, NGRAM, none
     _case("llama-eagle3-h100", "h100", "llama-3.1-8b", "llama-3.1-8b-eagle3", context_target=65536,
           speculative=_eagle3()),
