@@ -78,8 +78,9 @@ core-next: venv
 
 # Everything: the checks that need no instance run while the scenarios do, four at a time, so the whole takes about
 # the scenarios' time rather than the sum (27 min against 38 one after the other, 2 cores: docs/testing.md). Each part
-# prints its seconds; the scenarios' summary comes last. The harness is prepared first: core-next uses its Docker
-# engine and image, and its apt-get must not race chromium's.
+# prints its seconds; the scenarios' summary comes last, then the real SGLang contract (real-contract, after the
+# scenarios for the disk). The harness is prepared first: core-next uses its Docker engine and image, and its
+# apt-get must not race chromium's.
 CHECKS := lint collection sanity unit core-next
 test: venv chromium
 	molecule/harness/prepare.sh
@@ -90,7 +91,9 @@ test: venv chromium
 	  echo "[test] $$part: $$(( $$(date +%s) - began )) s"; \
 	done; \
 	wait $$lanes; scenarios=$$?; cat .cache/molecule/lanes.out; \
-	[ $$checks -eq 0 ] && [ $$scenarios -eq 0 ]
+	real=0; began=$$(date +%s); $(MAKE) --no-print-directory real-contract || { real=1; echo "[test] real-contract FAILED"; }; \
+	echo "[test] real-contract: $$(( $$(date +%s) - began )) s"; \
+	[ $$checks -eq 0 ] && [ $$scenarios -eq 0 ] && [ $$real -eq 0 ]
 
 # Every SGLang release of the planner's table checked against its own wheel: the flag tables and the pool rules
 # (tests/contract/extract_flags.py, extract_rules.py); the wheels download once into .cache/sglang-wheels.
@@ -101,16 +104,23 @@ releases: venv
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache .cache
 
-# The planner against the REAL SGLang argument resolver of two releases (tests/contract/real/): each release with all
-# its dependencies installed once into .cache/sglang-real/<version> (uv; ~10 GiB each, shared cache), a stub libcuda
-# and faked device queries; rewrites tests/fixtures/sglang_real/resolver-<version>.json, which `make unit` checks.
 # The planner against the REAL SGLang resolver of 0.5.23 and 0.5.15 (tests/contract/real/): each release installed
-# once with uv into .cache/sglang-real/ (about 2 min and 9-10 GiB each from PyPI, reused after), then every case
-# resolved by the release's own code (about 1 min for both); rewrites tests/fixtures/sglang_real/. Not part of
-# `make test`: its ~19 GiB beside the scenarios' instances left too little disk for a runtime build in one of them.
+# once with uv into .cache/sglang-real/ (about 1-2 min and 9-10 GiB each from PyPI, reused after), a stub libcuda and
+# faked device queries, then every case resolved by the release's own code (about 2 min for both on 2 cores);
+# rewrites tests/fixtures/sglang_real/resolver-<version>.json, which `make unit` checks.
 .PHONY: real-resolver
 real-resolver: venv
 	SGLANG_REAL=1 pytest -q tests/contract/real
+
+# make test's part: every case put to both real releases again (SGLANG_REAL_FRESH), the answers written outside the
+# tree, after the scenarios (their instances and these installs do not share the disk), and the installs removed
+# after (~19 GiB; a new install takes about a minute from PyPI).
+.PHONY: real-contract
+real-contract: venv
+	rm -rf .cache/sglang-real/answers && mkdir -p .cache/sglang-real/answers
+	SGLANG_REAL=1 SGLANG_REAL_FRESH=1 SGLANG_REAL_OUT=$(CURDIR)/.cache/sglang-real/answers \
+	  pytest -q tests/contract/real/test_real_resolver.py; rc=$$?; \
+	  rm -rf .cache/sglang-real/0.5.*; exit $$rc
 
 # The REAL SGLang 0.5.23 server booted on this CPU under the role's launcher, with the --config key and the planned
 # pin, its endpoints and the proof module recorded into tests/fixtures/sglang_real/server-<version>/ (serve_real.py;

@@ -29,12 +29,14 @@ _RUNS = {}
 
 
 def _run(version):
-    """Install (cached) and run the release once per session; the fixture file is rewritten."""
+    """Install (cached) and run the release once per session; the fixture file is rewritten, or with
+    SGLANG_REAL_OUT=DIR (make test: every case asked again, nothing in the tree changed) written into DIR."""
     if version not in _RUNS:
         subprocess.run([os.path.join(HERE, "setup_real.sh"), version], check=True)
         import run_real
 
-        fixture = run_real.run(version)
+        out = os.environ.get("SGLANG_REAL_OUT")
+        fixture = run_real.run(version, os.path.join(out, "resolver-%s.json" % version) if out else None)
         _RUNS[version] = {case["id"]: case for case in fixture["cases"]}
     return _RUNS[version]
 
