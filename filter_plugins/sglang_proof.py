@@ -25,6 +25,8 @@ def proof_server_level(own, nodes_levels):
 
 
 def gather_peers(nodes, hostvars, name, step):
+    """sglang_peers_results: {node: its register `name`} for the nodes of a server, read from hostvars (the play's
+    registers, never its vars); a node without one is refused naming it and `step` (nodes.peers_results)."""
     nodes = list(nodes or [])
     found = {node: hostvars[node][name] for node in nodes if node in hostvars and name in hostvars[node]}
     try:
