@@ -146,8 +146,8 @@ rm -f "$CACHE"/wheels/*.whl
 rm -rf "$BUILD/double-0.5.22" && mkdir -p "$BUILD/double-0.5.22" && cp -r "$REPO/tests/sglang_double/sglang" "$BUILD/double-0.5.22/"
 find "$BUILD/double-0.5.22" -name __pycache__ -prune -exec rm -rf {} +
 sed -i 's/^__version__ = .*/__version__ = "0.5.22+double"/' "$BUILD/double-0.5.22/sglang/__init__.py"
-# ... and /server_info says so: the double reports the release it impersonates (its simulated GPU's "version",
-# DEFAULTS "0.5.23" unless a fixture sets one), so this copy's default is its own version, and it behaves as
+# ... and behaves as that release: the double impersonates its simulated GPU's "version" (/server_info names the
+# package's __version__ above), DEFAULTS "0.5.23" unless a fixture sets one, so this copy's default is its own and it is
 # 0.5.22 (its flag table and rules.json entry: sim.exact_release()).
 sed -i 's/^    "version": "0.5.23",$/    "version": "0.5.22+double",/' "$BUILD/double-0.5.22/sglang/_double_gpu.py"
 grep -q '"version": "0.5.22+double"' "$BUILD/double-0.5.22/sglang/_double_gpu.py"

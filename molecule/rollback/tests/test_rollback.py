@@ -5,6 +5,8 @@ import json
 import os
 import re
 
+import pytest
+
 KEYS = ("molecule-not-a-secret", "molecule-rotated-secret", "molecule-wrong-key")
 STORE = "/var/backups/sglang"
 RUNTIMES = "/opt/sglang/runtimes"
@@ -150,7 +152,7 @@ def test_rollback_goes_back_to_the_previous_runtime_offline(host):
     assert not host.file("/root/wheels-away/sglang-0.5.23+double-py3-none-any.whl").exists
     assert read(host, "/root/wheels-after-rollback.txt").strip() == ""  # no wheel on the host at all
     # the 0.5.23+double wheel's double reports the release it impersonates, 0.5.23 (its simulated GPU's default)
-    assert serving(host, "after-rollback") == (LEGACY, "0.5.23")
+    assert serving(host, "after-rollback") == (LEGACY, "0.5.23+double")  # its wheel's __version__
 
 
 def test_rollback_with_no_arguments_restores_the_last_proven_byte_for_byte(host):
@@ -168,7 +170,7 @@ def test_an_upgrade_whose_proof_fails_is_rescued_onto_the_previous_runtime_with_
                      r"\(sglang_rollback_on_failure\)\.", message), message
     assert "puts them back" not in message  # nothing for pip to do: the runtime came back with the unit
     assert "sglang-0.5.23+double-py3-none-any.whl" not in read(host, "/root/wheels-after-rescue.txt")
-    assert serving(host, "after-rescue") == (LEGACY, "0.5.23")
+    assert serving(host, "after-rescue") == (LEGACY, "0.5.23+double")
 
 
 def test_a_rerun_after_the_journal_rotated_restarts_nothing_and_passes(host):
@@ -232,10 +234,12 @@ def test_rollback_refuses_an_entry_whose_runtime_is_gone_and_changes_nothing(hos
     assert before == after  # nothing restarted
 
 
-def test_a_rollback_started_during_a_deploy_is_refused_naming_it_and_changes_nothing():
-    # side_effect.yml started rollback.yml while the bad-flag site.yml run held the host's run lock (frozen there);
-    # the deploy then went on and ended as test_bad_flag_run_fails_in_one_sentence_restores_and_leaks_nothing reads
-    path = os.path.join(os.environ["MOLECULE_EPHEMERAL_DIRECTORY"], "rollback-beside-deploy.txt")
+@pytest.mark.parametrize("name", ["rollback-beside-deploy.txt", "second-site-run.txt"])
+def test_a_run_started_during_a_deploy_is_refused_naming_it_and_changes_nothing(name):
+    # side_effect.yml started rollback.yml, then a second site.yml, while the bad-flag site.yml run held the host's
+    # run lock (frozen there); the deploy then went on and ended as test_bad_flag_run_fails_in_one_sentence_restores_
+    # and_leaks_nothing reads
+    path = os.path.join(os.environ["MOLECULE_EPHEMERAL_DIRECTORY"], name)
     with open(path, encoding="utf-8") as handle:
         out = re.sub(r"\x1b\[[0-9;]*m", "", handle.read())  # the recap's colours
     assert out.rstrip().endswith("rc=2"), out[-3000:]
