@@ -142,9 +142,8 @@ def eagle_params(spec):
     return steps, topk, tokens or 0
 
 
-def _beyond_native_window(spec):
+def _beyond_native_window(spec, window):
     """SGLang refuses a context past the window it derives from the config (rope.py), unless told to extend it."""
-    window, _override = context_window(spec)
     if spec["context_target"] <= window:
         return ""
     scaling = spec["rope_scaling"]
@@ -275,7 +274,8 @@ def plan(raw_spec):
     pre, post, calibrated, assumptions = memory(spec)
     budget = Budget(spec, post)
     page = pool_page(spec)  # the page SGLang will really use (pages.py), which floors the pool
-    native_note = _beyond_native_window(spec)
+    window, override = context_window(spec)  # the model's window, or the one sglang_rope_scaling gives it
+    native_note = _beyond_native_window(spec, window)
     needed = _round_up(target + _draft_extra_tokens(spec), page)
     if spec["pool_policy"] != "fraction":
         needed = _round_up(needed, pin_granule(spec))
@@ -331,7 +331,6 @@ def plan(raw_spec):
     if spec["page_size"] != 1:
         args += ["--page-size", str(spec["page_size"])]
     args += speculative_args(spec) + model_args(spec) + node_args(spec)
-    override = context_window(spec)[1]
     if override:
         args += ["--json-model-override-args", override]
         assumptions.append(quality_note(spec["rope_scaling"]))

@@ -179,7 +179,7 @@ def plan_case(case, version):
 def _unchecked_plan(case, version):
     """The plan with the planner's launch refusals and native-window check switched off: the argv SGLang is asked."""
     with mock.patch.object(model_module, "check_launch", lambda spec: None), \
-            mock.patch.object(plan_module, "_beyond_native_window", lambda spec: ""):
+            mock.patch.object(plan_module, "_beyond_native_window", lambda spec, window: ""):
         return plan_case(case, version)
 
 
