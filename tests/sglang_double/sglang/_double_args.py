@@ -175,8 +175,15 @@ EAGLE_FAMILY = ("EAGLE", "EAGLE3", "NEXTN", "STANDALONE")
 RESERVING = ("EAGLE", "EAGLE3", "NEXTN", "FROZEN_KV_MTP")
 
 
+# NGRAM's draft tokens when none are given: 0.5.23 arg_groups/speculative_hook.py:1309-1330, 0.5.15
+# server_args.py:477-481 (the real resolver resolves 12 in both, tests/fixtures/sglang_real/resolver-*.json)
+NGRAM_DEFAULT_DRAFT_TOKENS = 12
+
+
 def resolve_speculative(args, config):
     algorithm = (args.speculative_algorithm or "").upper()
+    if algorithm == "NGRAM" and args.speculative_num_draft_tokens is None:
+        args.speculative_num_draft_tokens = NGRAM_DEFAULT_DRAFT_TOKENS
     if algorithm not in EAGLE_FAMILY:
         return
     if args.speculative_num_steps is None:
@@ -188,6 +195,20 @@ def resolve_speculative(args, config):
          args.speculative_num_draft_tokens) = (5, 4, 8) if wide else (3, 1, 4)
     if args.speculative_eagle_topk == 1 and args.speculative_num_steps is not None:
         args.speculative_num_draft_tokens = args.speculative_num_steps + 1
+
+
+def resolve_chunked_prefill(args, gpu_memory_mib, attn_dp):
+    """--chunked-prefill-size as the release resolves it: the given one, else a tier of the GPU's memory (0.5.23
+    arg_groups/memory_hook.py:160-169, 0.5.9 server_args.py _handle_gpu_memory_settings: under 20 GiB 2,048, under
+    60 GiB 4,096, under 160 GiB 8,192, else 16,384); then, under DP attention, divided by the attention-DP width
+    (0.5.23 arg_groups/parallel_hook.py:327-336, 0.5.15 server_args.py:4899-4906)."""
+    chunk = args.chunked_prefill_size
+    if chunk is None:
+        chunk = next((tokens for below, tokens in ((20, 2048), (60, 4096), (160, 8192))
+                      if gpu_memory_mib < below * 1024), 16384)
+    if chunk > 0 and attn_dp > 1:  # 0.5.22+ resolves DP attention into --attn-dp-size (_double_attention.py)
+        chunk //= attn_dp
+    args.chunked_prefill_size = chunk
 
 
 def num_reserved_tokens(args):

@@ -27,6 +27,7 @@ from sglang._double_args import (
     check_speculative_algorithm,
     load_table,
     num_reserved_tokens,
+    resolve_chunked_prefill,
     resolve_speculative,
     server_args,
 )
@@ -172,6 +173,7 @@ def boot(args, gpu, table, cluster=None):
     if algorithm == "DFLASH" and draft_config is not None:
         args.dflash_draft_backend = dflash_draft_backend(backend, draft_config, gpu, rules)
     resolve_speculative(args, config)
+    resolve_chunked_prefill(args, gpu["gpu_memory_mib"], attn_dp_size(args))
     if cluster:
         pre = init_parallel(run)  # the rendezvous with the other nodes, then P as the MIN over all of them
     else:
@@ -217,7 +219,7 @@ def boot(args, gpu, table, cluster=None):
     if requested is not None and running < requested:
         run.all("max_running_requests was reduced from the requested %d to %d (per dp worker) due to the "
                 "available KV cache capacity." % (requested, running))
-    chunked = args.chunked_prefill_size or 8192
+    chunked = args.chunked_prefill_size
     if 0 in run.ranks:  # scheduler.py logs it on tp_rank 0 only
         log("max_total_num_tokens=%d, chunked_prefill_size=%d, max_prefill_tokens=%d, max_running_requests=%d, "
             "context_len=%d, available_gpu_mem=%.2f GB" % (tokens, chunked, 16384, running, context_len,
