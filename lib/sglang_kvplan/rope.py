@@ -107,7 +107,7 @@ def scaled_window(config_text, scaling):
 
 def quality_note(scaling):
     """What the operator trades, in the plan's assumptions."""
+    trained = format(scaling["original_max_position_embeddings"], ",")
     return ("sglang_rope_scaling: static YaRN, factor %s over %s trained positions, applies to every request, short "
             "ones too, which may cost quality on short texts (as the Qwen3 model card warns); name it only when "
-            "long contexts are what the host serves" % (scaling["factor"],
-                                                         format(scaling["original_max_position_embeddings"], ",")))
+            "long contexts are what the host serves" % (scaling["factor"], trained))

@@ -71,9 +71,8 @@ def summary_lines(report):
     restarts = report["restarts"]
     # the release as the proof's server named itself (a double says so: 0.5.23+double)
     release = "SGLang %s; " % proof["server_version"] if proof.get("server_version") else ""
-    lines = ["serving: %s (%stp / pp / dp %s / %s / %s)" % (
-                 report.get("serving_state"), release, _fmt(inputs.get("tp_size")), _fmt(inputs.get("pp_size")),
-                 _fmt(inputs.get("dp_size"))),
+    topology = "tp / pp / dp %s / %s / %s" % tuple(_fmt(inputs.get(k)) for k in ("tp_size", "pp_size", "dp_size"))
+    lines = ["serving: %s (%s%s)" % (report.get("serving_state"), release, topology),
              "plan: %s" % _fmt(plan.get("explanation")),
              _calibration(report),
              "starts this run: %s, corrective restarts: %s" % (restarts["starts"], restarts["corrective"]),
