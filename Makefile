@@ -113,15 +113,16 @@ real-resolver: venv
 	SGLANG_REAL=1 pytest -q tests/contract/real
 
 # make test's part: every case put to both real releases again (SGLANG_REAL_FRESH), the answers written outside the
-# tree and the double held to them (tests/sglang_double/test_double_real_resolver.py), after the scenarios (their instances and these installs do not share the disk), and the installs removed
-# after (~19 GiB; a new install takes about a minute from PyPI).
+# tree and the double held to them (tests/sglang_double/test_double_real_resolver.py), after the scenarios (their
+# instances and these installs do not share the disk), then the installs and their uv cache removed (~18 GiB; a new
+# install takes about a minute from PyPI).
 .PHONY: real-contract
 real-contract: venv
 	rm -rf .cache/sglang-real/answers && mkdir -p .cache/sglang-real/answers
 	SGLANG_REAL=1 SGLANG_REAL_FRESH=1 SGLANG_REAL_OUT=$(CURDIR)/.cache/sglang-real/answers \
 	  pytest -q tests/contract/real/test_real_resolver.py \
 	  && SGLANG_REAL_OUT=$(CURDIR)/.cache/sglang-real/answers pytest -q tests/sglang_double/test_double_real_resolver.py; \
-	  rc=$$?; rm -rf .cache/sglang-real/0.5.*; exit $$rc
+	  rc=$$?; rm -rf .cache/sglang-real/0.5.* .cache/sglang-real/uv-cache; exit $$rc
 
 # The REAL SGLang 0.5.23 server booted on this CPU under the role's launcher, with the --config key and the planned
 # pin, its endpoints and the proof module recorded into tests/fixtures/sglang_real/server-<version>/ (serve_real.py;
