@@ -173,7 +173,8 @@ def spec(host, knobs, per_node, rank0_address, measured=None):
         enable_dp_lm_head=bool(_extra_switch(knobs, ("enable_dp_lm_head",))),
         lora_option=_extra_switch(knobs, ("enable_lora", "lora_paths")),
         chunked_prefill_size=chunked_prefill_size(knobs),
-        graph_gib=calibration.get("graph_gib"))
+        graph_gib=calibration.get("graph_gib"),
+        boot_flags=calibration.get("boot_flags"))
     return out, server, node
 
 

@@ -52,7 +52,9 @@ def calibrate(raw_spec, boot):
     numbers are kept (draft_load_avail_gib) so the calibration still says what the log said.
 
     Returns {pre_load_avail_gib, post_load_avail_gib, logged_post_load_avail_gib, mem_fraction_static,
-    pool_tokens, pinned, [draft_weights_gib], [headroom_gib], [graph_gib]} with A refined from an unpinned pool.
+    pool_tokens, pinned, [boot_flags], [draft_weights_gib], [headroom_gib], [graph_gib]} with A refined from an
+    unpinned pool; boot_flags (the plan's max_total_tokens, max_running_requests, context_length and pool_policy the
+    boot ran, given as boot's boot_flags) with the boot's fraction.
     """
     spec = normalize_spec(dict(raw_spec, pre_load_avail_gib=None, post_load_avail_gib=None))
     try:
@@ -84,6 +86,9 @@ def calibrate(raw_spec, boot):
     result = {"pre_load_avail_gib": round(pre, 6), "post_load_avail_gib": round(post, 6),
               "logged_post_load_avail_gib": logged_post, "mem_fraction_static": fraction, "pool_tokens": pool,
               "pinned": pinned}
+    if isinstance(boot.get("boot_flags"), dict):
+        # What the boot ran, so that a plan from this calibration can keep it (fill.py); checked when planned from.
+        result["boot_flags"] = dict(boot["boot_flags"], mem_fraction_static=fraction)
     if draft_raw is not None:
         result["draft_weights_gib"] = round(draft_weights, 6)
         result["draft_load_avail_gib"] = draft_raw

@@ -7,6 +7,8 @@ P and A are MIN over all ranks, in GiB ("GB" in SGLang's logs is GiB). They are 
 calibration (the 'avail mem' that 'Load weight begin/end' logs), or estimated before the first boot.
 """
 
+import math
+
 from .model import attn_tp_size, cell_bytes, mtp_head_gib, mtp_head_weights, text_config
 from .pages import pool_page
 from .spec import KVPlanError
@@ -104,6 +106,18 @@ def profile_post(spec, post):
     (0.5.23) and less what 0.5.23 keeps for a multimodal checkpoint."""
     early = draft_weights(spec)[0] if draft_loads_before_profile(spec) else 0.0
     return post - early - mm_reserve_gib(spec)
+
+
+FRACTION_LIMIT = 0.98  # never plan 0.99+: SGLang would keep nothing for itself if the profile fell short
+
+
+def floor3(value):
+    return math.floor(round(value * 1000, 6)) / 1000
+
+
+def fraction_ceiling(pre, min_headroom):
+    """The largest fraction (3 decimals) that leaves min_headroom GiB of `pre` unreserved."""
+    return min(floor3(1 - min_headroom / pre), FRACTION_LIMIT)
 
 
 def pool_tokens(pre_gib, post_gib, fraction, cell, page_size=1):

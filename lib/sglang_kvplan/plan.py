@@ -10,16 +10,17 @@
   --max-running-requests  concurrency: how many requests decode at once, side by side in the shared pool
                           (concurrency.py: at least 8, fewer when the headroom cannot afford them).
 
-Pool policies (`pool_policy`): 'target' pins the pool to the target (the default); 'max' pins it to
-the most the calibrated headroom allows (more concurrency, applied only from a calibration); 'fraction'
-is the older scheme, no pin, the smallest fraction whose profile reaches the target (plus a margin while
-P and A are estimates).
+Pool policies (`pool_policy`): 'fill' (the role's default, fill.py) guarantees the target and gives the pool the
+rest of the memory within the headroom rule, exact on the first boot and kept on the next runs; 'target' pins the
+pool to the target (for GPUs shared with other work); 'max' pins it to the most the calibrated headroom allows
+(applied only from a calibration); 'fraction' is the older scheme, no pin, the smallest fraction whose profile
+reaches the target (plus a margin while P and A are estimates).
 """
 
 import math
 
-from . import concurrency
-from .memory import GIB, draft_weights, memory, mm_reserve_gib, pool_tokens, profile_post
+from . import concurrency, fill
+from .memory import GIB, draft_weights, fraction_ceiling, memory, mm_reserve_gib, pool_tokens, profile_post
 from .model import (
     cell_bytes,
     context_window,
@@ -33,20 +34,9 @@ from .rope import quality_note
 from .server import dist_init_addr, parallel_args
 from .spec import KVPlanError, load_presets, normalize_spec
 
-FRACTION_LIMIT = 0.98  # never plan 0.99+: SGLang would keep nothing for itself if the profile fell short
-
 
 def _fmt(number):
     return f"{number:,}"
-
-
-def _floor3(value):
-    return math.floor(round(value * 1000, 6)) / 1000
-
-
-def fraction_ceiling(pre, min_headroom):
-    """The largest fraction (3 decimals) that leaves min_headroom GiB of `pre` unreserved."""
-    return min(_floor3(1 - min_headroom / pre), FRACTION_LIMIT)
 
 
 def smallest_fraction(pre, post, cell, page_size, tokens, ceiling):
@@ -282,7 +272,13 @@ def plan(raw_spec):
     headroom_min = spec["min_headroom_gib"]
 
     cap = None
-    if spec["pool_policy"] == "fraction":
+    filled = fill.filled(spec, pre, budget, needed, calibrated, _draft_extra_tokens(spec)) \
+        if spec["pool_policy"] == "fill" else {}
+    if filled:
+        assumptions.append(filled["note"])
+    if "fraction" in filled:
+        fraction, cap, pool, required = filled["fraction"], filled["cap"], filled["pool"], needed
+    elif spec["pool_policy"] == "fraction":
         margin = 0.0 if calibrated else spec["uncalibrated_margin"]
         required = _round_up(math.ceil(round(needed * (1 + margin), 6)), page)
         post_p = budget.profile_post
@@ -295,9 +291,10 @@ def plan(raw_spec):
                                % (margin, _fmt(required), _fmt(needed)))
     else:
         required = needed
+        fallback = dict(spec, pool_policy="target") if spec["pool_policy"] == "fill" else spec
         if budget.headroom(required) < headroom_min:
             _infeasible(spec, budget, pre, required, calibrated, native_note)
-        pinned = _pinned(spec, pre, post, calibrated, budget, required)
+        pinned = _pinned(fallback, pre, post, calibrated, budget, required)
         if pinned is None:
             _infeasible(spec, budget, pre, required, calibrated, native_note)
         cap, fraction = pinned
@@ -319,7 +316,11 @@ def plan(raw_spec):
 
     left = budget.headroom(pool)
     draft_tokens = _draft_extra_tokens(spec)
-    running, running_why = concurrency.running_requests(spec, pool, left, draft_tokens)
+    # An unpinned pool's headroom is (1 - f) x P: the concurrency is afforded from the least P may be (fill.py).
+    running, running_why = concurrency.running_requests(
+        spec, pool, min(left, filled.get("sure_headroom") or left), draft_tokens)
+    if filled.get("running"):
+        running, running_why = filled["running"], "as the boot this plan keeps ran it (its pool and context unchanged)"
     per_table = max(running // concurrency.attn_dp(spec), 1)
     parts = concurrency.headroom_parts(spec, per_table, left, draft_tokens)
     args = parallel_args(spec) + ["--context-length", str(target)]
@@ -347,7 +348,7 @@ def plan(raw_spec):
         "running_requests_reason": running_why,
         "headroom_parts": parts,
         "tradeoff": concurrency.tradeoff(spec, pool, per_table, running_why, parts, concurrency.alternatives(
-            spec, Budget, budget, pool, target, headroom_min, pre)),
+            spec, Budget, budget, pool, target, headroom_min, pre)) + fill.tradeoff(filled, pool, needed, budget.cell),
         "predicted_pool_tokens": pool,
         "required_pool_tokens": required,
         "headroom_gib": round(left, 3),

@@ -22,7 +22,7 @@ _PRESETS_FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "model_
 # The --kv-cache-dtype values the planner can size (each release's full list is in releases.py; fp16 is
 # not among SGLang 0.5.x's choices, and the fp4/mxfp8 ones carry scale tensors the planner does not model).
 KV_DTYPES = ("auto", "bf16", "bfloat16", "fp8_e4m3", "fp8_e5m2")
-POOL_POLICIES = ("target", "max", "fraction")
+POOL_POLICIES = ("fill", "target", "max", "fraction")
 SPECULATIVE_KEYS = ("algorithm", "draft_model", "draft_model_path", "draft_model_config", "num_steps",
                     "eagle_topk", "num_draft_tokens", "draft_weights_gib", "draft_checkpoint_gib")
 # Below this, CUDA graphs, activations and NCCL buffers do not fit on any GPU SGLang serves from.
@@ -41,7 +41,7 @@ _KEYS = {
     "speculative": ("speculative", None),
     "version": ("version", None),
     "pool_rules": ("version", None),
-    "pool_policy": ("pool_policy", "target"),
+    "pool_policy": ("pool_policy", "fill"),
     "mem_fraction_static": ("fraction", None),
     "pre_load_avail_gib": ("pos_float", None),
     "post_load_avail_gib": ("float", None),
@@ -77,6 +77,8 @@ _KEYS = {
     "graph_gib": ("nonneg_float", None),
     # The RoPE scaling the model card documents, to serve past the model's window (rope.py); {} or None: none.
     "rope_scaling": ("rope_scaling", None),
+    # The flags of the boot a stored calibration measured (fill.py keeps them while that boot met the rules).
+    "boot_flags": ("boot_flags", None),
 }
 
 # The keys a spec (and a measured boot's `setup`) may hold.
@@ -95,6 +97,7 @@ _DERIVED = {
     "lora_option": "--enable-lora or --lora-paths in sglang_extra_args",
     "chunked_prefill_size": "--chunked-prefill-size in sglang_extra_args",
     "graph_gib": "sglang_calibration's graph_gib, measured by a boot",
+    "boot_flags": "the stored calibration's boot_flags, the flags of the boot it measured",
 }
 
 
@@ -155,12 +158,15 @@ def _check_value(key, kind, value):
     if kind == "pool_policy":
         if value in POOL_POLICIES:
             return value
-        raise KVPlanError("%s: expected one of %s, got %r. 'target': the pool is pinned to the target with "
-                          "--max-total-tokens; 'max': pinned to the most the calibrated headroom allows; "
+        raise KVPlanError("%s: expected one of %s, got %r. 'fill': the target guaranteed and the rest of the "
+                          "memory to the pool; 'target': the pool is pinned to the target with --max-total-tokens "
+                          "(GPUs shared with other work); 'max': pinned to the most the calibrated headroom allows; "
                           "'fraction': no pin, the smallest fraction that reaches the target."
                           % (_where(key), ", ".join(POOL_POLICIES), value))
     if kind == "speculative":
         return _check_speculative(value)
+    if kind == "boot_flags":
+        return _check_boot_flags(value)
     if kind == "rope_scaling":
         from .rope import check_rope_scaling  # rope.py imports this module
         return check_rope_scaling(value)
@@ -240,6 +246,35 @@ def _check_compute_capability(key, value):
     raise KVPlanError("%s: expected the GPU's compute capability as nvidia-smi --query-gpu=compute_cap prints it "
                       "(e.g. '10.0' for a B200, '12.0' for an RTX PRO 6000, '9.0' for an H100), got %r. Leave it "
                       "empty when unknown: the pin is then made to hold on every GPU." % (_where(key), value))
+
+
+BOOT_FLAG_KEYS = ("mem_fraction_static", "max_total_tokens", "max_running_requests", "context_length", "pool_policy")
+
+
+def _check_boot_flags(value):
+    """`boot_flags`: the flags a stored calibration's boot ran (lib/sglang_kvplan/fill.py keeps them), read back from
+    the host's local facts, so checked as any input: {} or None for none."""
+    if not value:
+        return None
+    where = _where("boot_flags")
+    fix = ("remove that entry of the host's stored calibrations (ansible_local.sglang_kv, /etc/ansible/facts.d), and "
+           "the next boot stores its own")
+    if not isinstance(value, dict) or sorted(value) != sorted(BOOT_FLAG_KEYS):
+        raise KVPlanError("%s: expected a mapping of exactly %s, got %s: %s." % (
+            where, ", ".join(BOOT_FLAG_KEYS), _short(value), fix))
+    out = {"pool_policy": value["pool_policy"] if value["pool_policy"] in POOL_POLICIES else None,
+           "max_total_tokens": None}
+    try:
+        out["mem_fraction_static"] = _check_value("boot_flags", "fraction", value["mem_fraction_static"])
+        for key in ("max_running_requests", "context_length") + (
+                ("max_total_tokens",) if value["max_total_tokens"] not in (None, "") else ()):
+            out[key] = _check_value("boot_flags", "pos_int", value[key])
+    except KVPlanError as error:
+        raise KVPlanError("%s (%s)" % (str(error).rstrip("."), fix)) from None
+    if out["pool_policy"] is None:
+        raise KVPlanError("%s: pool_policy %s is none of %s: %s." % (
+            where, _short(value["pool_policy"]), ", ".join(POOL_POLICIES), fix))
+    return out
 
 
 def _check_speculative(value):

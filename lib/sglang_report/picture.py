@@ -61,6 +61,7 @@ def curves(spec, plan, measured=(), step=0.0025):
         "fp8_pool": None,
         "target": plan["context_length"],
         "required": plan.get("required_pool_tokens", plan["context_length"]),
+        "policy": plan.get("pool_policy"),
         "chosen": {"mem_fraction_static": chosen, "pool_tokens": plan["predicted_pool_tokens"],
                    "headroom_gib": plan["headroom_gib"]},
         "ceiling": ceiling,
@@ -150,7 +151,8 @@ def draw(data, title):
                  label="target %s tokens" % _thousands(data["target"]))
     if data["required"] != data["target"]:
         left.axhline(data["required"], color="tab:red", lw=1, ls=":", gid="required",
-                     label=("planned: target + draft tokens %s" if data["cap"] else "planned with margin %s")
+                     label=("planned with margin %s" if data["policy"] == "fraction"
+                            else "planned: target + draft tokens %s")
                      % _thousands(data["required"]))
     if data["cap"]:
         left.axhspan(data["most_tokens"], 10 ** 9, color="0.85", gid="headroom",

@@ -219,7 +219,9 @@ def _calibration(spec, boot, plan, pool_tokens):
         "max_total_tokens": plan["max_total_tokens"], "pool_end_avail_gib": boot.get("pool_end_avail_gib"),
         "after_graph_avail_gib": boot.get("after_graph_avail_gib"),
         "draft_pre_load_avail_gib": draft.get("pre_load_avail_gib"),
-        "draft_post_load_avail_gib": draft.get("post_load_avail_gib")})
+        "draft_post_load_avail_gib": draft.get("post_load_avail_gib"),
+        "boot_flags": {key: plan.get(key) for key in
+                       ("max_total_tokens", "max_running_requests", "context_length", "pool_policy")}})
 
 
 def _facts_file(ex, store, calibration, boot, multinode, nodes, now):
@@ -257,7 +259,8 @@ def calibrate(ex, args, run):
                 "-u %s`." % (args["service"], args["service"]))
         return result
     calibration = _calibration(spec, own, plan, boot["pool_tokens"])
-    decided = correction(calibration, own, stored, boot["pool_tokens"], plan, args["context_target"])
+    decided = correction(calibration, own, stored, boot["pool_tokens"], plan, args["context_target"],
+                         spec.get("min_headroom_gib"))
     if decided["store"]:
         _facts_file(ex, args["calibration_store"], calibration, boot, multinode, order, ex.now())
         result.update(stored=calibration, changed=True)
@@ -273,11 +276,14 @@ def calibrate(ex, args, run):
     result.update(spec=planned["spec"], plan=planned["plan"], in_use=calibration)
     if planned["plan"]["args"] == decided["previous_args"]:
         return result
-    ex.say("The pool came out at %s tokens, under the %s planned: the %s was off. Re-planned with what SGLang "
-           "measured (P %s GiB, A %s GiB): %s. Restarting once." % (
-               boot["pool_tokens"], decided["previous_required"],
-               "stored calibration" if decided["stale"] else "estimate", calibration["pre_load_avail_gib"],
-               calibration["post_load_avail_gib"], planned["plan"]["explanation"]))
+    short = ("under the %s planned" % decided["previous_required"] if decided["cause"] == "pool" else
+             "leaving %s GiB free after it, under sglang_min_headroom_gib %s" % (
+                 own.get("pool_end_avail_gib"), spec.get("min_headroom_gib")))
+    ex.say("The pool came out at %s tokens, %s: the %s was off. Re-planned with what SGLang measured (P %s GiB, "
+           "A %s GiB): %s. Restarting once." % (
+               boot["pool_tokens"], short, "stored calibration" if decided["stale"] else "estimate",
+               calibration["pre_load_avail_gib"], calibration["post_load_avail_gib"],
+               planned["plan"]["explanation"]))
     run["corrective_restarts"] += 1
     overrides = {"sglang_kv_plan_result": planned["plan"], "sglang_kv_spec": planned["spec"]}
     changed, _folder = _render(ex, args["files"], args["etc_dir"], args["etc_group"], overrides)

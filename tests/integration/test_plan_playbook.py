@@ -20,9 +20,10 @@ def test_plan_playbook_prints_the_ct200_plan_without_connecting():
     # ansible_host is unreachable here: any connection attempt would fail the run.
     result = run("playbooks/plan.yml", "-l", "ct200", "-e", "ansible_host=192.0.2.1")
     assert result.returncode == 0, result.stdout + result.stderr
-    # DFlash on 0.5.23: the pool pinned to the target plus the 16 draft tokens, the fraction a ceiling
-    assert ("ct200: target 200,000 -> pool 200,064 tokens (pinned by --max-total-tokens 200,064, "
-            "--mem-fraction-static 0.958), headroom 5.2 GiB, calibrated") in result.stdout
+    # DFlash on 0.5.23, pool_policy fill: no pin, the fraction the most that leaves the 4 GiB headroom of P
+    # (1 - 4 / 85.334, floored), the pool all the rest: more than the target plus the 16 draft tokens
+    assert ("ct200: target 200,000 -> pool 217,612 tokens (--mem-fraction-static 0.953), headroom 4.0 GiB, "
+            "calibrated") in result.stdout
     for flag in ("--trust-remote-code", "--speculative-algorithm DFLASH", "--speculative-num-draft-tokens 16"):
         assert flag in result.stdout
     assert "measured boot: f 0.850 -> 101,134 tokens; the plan's formula: 101,135" in result.stdout
@@ -32,7 +33,10 @@ def test_plan_playbook_prints_the_ct200_plan_without_connecting():
 def test_editing_the_target_changes_the_plan():
     result = run("playbooks/plan.yml", "-e", "sglang_context_target=150000")
     assert result.returncode == 0, result.stdout + result.stderr
-    assert "target 150,000 -> pool 150,016 tokens (pinned by --max-total-tokens 150,016" in result.stdout
+    assert "target 150,000 -> pool 217,612 tokens (--mem-fraction-static 0.953)" in result.stdout
+    assert "--context-length 150000 --mem-fraction-static 0.953" in result.stdout
+    pinned = run("playbooks/plan.yml", "-e", "sglang_context_target=150000", "-e", "sglang_pool_policy=target")
+    assert "target 150,000 -> pool 150,016 tokens (pinned by --max-total-tokens 150,016" in pinned.stdout
 
 
 def test_uncalibrated_host_gets_an_estimate_with_assumptions():

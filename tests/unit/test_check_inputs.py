@@ -158,7 +158,8 @@ def test_a_release_without_mm_feature_transport_reads_none():
 def test_the_spec_carries_the_transport_to_the_planner():
     knobs = {name: None for name in planspec.KNOBS}
     knobs.update(sglang_model="kimi-k2.6", sglang_tp_size=8, sglang_version="0.5.23", sglang_context_target=100_000,
-                 sglang_gpu_memory_mib=97_887, sglang_extra_args=["--mm-feature-transport", "cuda_ipc"])
+                 sglang_gpu_memory_mib=97_887, sglang_extra_args=["--mm-feature-transport", "cuda_ipc"],
+                 sglang_pool_policy="target")  # pinned, so the reserve shows in the headroom (fill's pool takes it)
     per_node = [planspec.node_inputs("h", knobs)]
     spec, server, _ = planspec.spec("h", knobs, per_node, "h")
     assert spec["mm_feature_transport"] == "cuda_ipc"

@@ -12,7 +12,7 @@ import pytest
 import sglang_kvplan as kv
 from sglang_kvplan.architectures import KNOWN
 
-H200 = {"gpu_memory_mib": 143_771, "context_target": 32_768, "version": "0.5.23"}
+H200 = {"gpu_memory_mib": 143_771, "context_target": 32_768, "version": "0.5.23", "pool_policy": "target"}
 
 # Kimi-Linear-48B-A3B-Instruct's config.json (moonshotai, the attention fields): MLA full-attention layers and
 # KDA layers listed in linear_attn_config; no sliding_window, layer_types, mamba_* or index_topk key.

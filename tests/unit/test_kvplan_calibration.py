@@ -3,7 +3,8 @@
 import pytest
 import sglang_kvplan as kv
 
-KIMI = {"model": "kimi-k2.6", "tp_size": 8, "context_target": 200_000, "pool_rules": "0.5.9"}  # the seed's build
+# the seed's build, pinned (the pin's calibration; test_kvplan_fill.py has the default)
+KIMI = {"model": "kimi-k2.6", "tp_size": 8, "context_target": 200_000, "pool_rules": "0.5.9", "pool_policy": "target"}
 TRUE_P, TRUE_A = 85.334, 19.419  # ct200
 
 
@@ -70,7 +71,7 @@ def test_a_draft_whose_load_freed_memory_still_plans_the_next_run():
     'Load weight end ... avail mem=30.67 GB, mem usage=-1.86 GB' (the target's loader temporaries freed while the
     draft loaded). The calibration keeps both numbers and counts the draft's weights as 0, so the next plan runs."""
     spec = {"model": "deepseek-v3", "tp_size": 8, "speculative": {"algorithm": "NEXTN"}, "context_target": 100_000,
-            "gpu_memory_mib": 143_771}
+            "gpu_memory_mib": 143_771, "pool_policy": "target"}
     boot = {"pre_load_avail_gib": 139.0, "post_load_avail_gib": 58.0, "mem_fraction_static": 0.9,
             "pool_tokens": 100_032, "max_total_tokens": 100_032,
             "draft_pre_load_avail_gib": 28.81, "draft_post_load_avail_gib": 30.67}
@@ -101,7 +102,7 @@ def test_a_calibration_stored_before_the_clamp_still_plans():
     assert two["calibration"]["draft_weights_gib"] == 0.0
     assert stored["draft_weights_gib"] == -1.86  # the host's own record is not rewritten
     spec = {"model": "deepseek-v3", "tp_size": 8, "context_target": 100_000, "gpu_memory_mib": 143_771,
-            "pre_load_avail_gib": 139.0, "post_load_avail_gib": 58.0,
+            "pre_load_avail_gib": 139.0, "post_load_avail_gib": 58.0, "pool_policy": "target",
             "speculative": {"algorithm": "NEXTN", "draft_weights_gib": one["draft_weights_gib"]}}
     assert kv.plan(spec)["max_total_tokens"] >= 100_000
     with pytest.raises(kv.KVPlanError, match="draft_weights_gib is 'x'"):

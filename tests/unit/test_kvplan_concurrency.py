@@ -8,7 +8,7 @@ from sglang_kvplan import concurrency, memory
 GIB = 2**30
 # ct200 as the repository's inventory has it: Kimi K2.6, TP8, bf16 KV, calibrated, 0.5.23's rules.
 CT200 = {"model": "kimi-k2.6", "tp_size": 8, "pre_load_avail_gib": 85.334, "post_load_avail_gib": 19.419,
-         "gpu_memory_mib": 97_887, "context_target": 200_000}
+         "gpu_memory_mib": 97_887, "context_target": 200_000, "pool_policy": "target"}
 HIDDEN = 7168  # Kimi K2's hidden_size
 
 

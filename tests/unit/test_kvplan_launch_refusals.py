@@ -105,7 +105,8 @@ def _two_nodes(caps):
     knobs = {key: None for key in planspec.KNOBS}
     knobs.update(sglang_model="qwen3-32b", sglang_context_target=40_900, sglang_tp_size=8, sglang_pp_size=1,
                  sglang_dp_size=1, sglang_enable_dp_attention=False, sglang_gpu_memory_mib=183_359,
-                 sglang_version="0.5.23", sglang_nodes=["a", "b"], sglang_dist_init_port=20000)
+                 sglang_version="0.5.23", sglang_nodes=["a", "b"], sglang_dist_init_port=20000,
+                 sglang_pool_policy="target")
     per_node = [planspec.node_inputs(n, knobs, {"compute_capability": c} if c else {})
                 for n, c in zip(("a", "b"), caps, strict=True)]
     return planspec.spec("b", knobs, per_node, "10.0.0.1")

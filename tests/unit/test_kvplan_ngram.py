@@ -13,7 +13,7 @@ import pytest
 import sglang_kvplan as kv
 
 LLAMA = {"model": "llama-3.1-8b", "gpu_memory_mib": 81_559, "gpu_compute_capability": "9.0",
-         "context_target": 65_536}
+         "context_target": 65_536, "pool_policy": "target"}
 
 
 @pytest.mark.parametrize("version", ["0.5.9", "0.5.15", "0.5.23"])

@@ -15,7 +15,7 @@ fractions = st.integers(min_value=1, max_value=998).map(lambda n: n / 1000)
 
 def calibrated(model, pre_gib, share, tp=8):
     return {"model": model, "tp_size": tp, "pre_load_avail_gib": pre_gib,
-            "post_load_avail_gib": pre_gib * (1 - share)}
+            "post_load_avail_gib": pre_gib * (1 - share), "pool_policy": "target"}  # the pin's properties
 
 
 @given(presets, pre, weights_share, fractions, fractions)
@@ -60,7 +60,7 @@ def test_estimated_plan_pins_the_pool_on_any_host_where_it_fits(model, target, u
     first boot whenever the target physically fits the true host with the headroom."""
     gpu_mib, headroom = 97_887, 4.0
     estimate = {"model": model, "tp_size": 8, "gpu_memory_mib": gpu_mib, "context_target": target,
-                "min_headroom_gib": headroom}
+                "min_headroom_gib": headroom, "pool_policy": "target"}
     try:
         plan = kv.plan(estimate)
     except kv.KVPlanError as error:

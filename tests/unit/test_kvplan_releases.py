@@ -9,7 +9,7 @@ import sglang_kvplan as kv
 from test_kvplan_speculative import CT200, DFLASH
 
 B200_MIB = 183_359  # nvidia-smi memory.total of a B200
-LLAMA8 = {"model": "llama-3.1-8b", "gpu_memory_mib": B200_MIB, "checkpoint_gib": 15.0}
+LLAMA8 = {"model": "llama-3.1-8b", "gpu_memory_mib": B200_MIB, "checkpoint_gib": 15.0, "pool_policy": "target"}
 TRTLLM_MHA_KEEPS = (16, 32, 64, 128)  # 0.5.23 arg_groups/overrides.py: any other page_size becomes 64
 
 
@@ -53,7 +53,7 @@ def test_eagle3_draft_tokens_on_a_b200():
     eagle = {"algorithm": "EAGLE3", "draft_model_path": "/srv/models/eagle3", "num_draft_tokens": 4,
              "num_steps": 3, "eagle_topk": 1}
     spec = {"model": "qwen3-32b", "gpu_memory_mib": B200_MIB, "checkpoint_gib": 65.0, "context_target": 40_960,
-            "speculative": eagle}
+            "speculative": eagle, "pool_policy": "target"}
     assert kv.plan(dict(spec, gpu_compute_capability="12.0"))["max_total_tokens"] == 40_964
     cap = kv.plan(dict(spec, gpu_compute_capability="10.0"))["max_total_tokens"]
     assert cap == 41_024 and real_pool(cap, 64) >= 40_964
@@ -160,7 +160,8 @@ def test_eagles_draft_tokens_as_sglang_resolves_them(model, params, extra):
     the request table (and so the pin) widens by the resolved --speculative-num-draft-tokens."""
     eagle = dict({"algorithm": "EAGLE3", "draft_model_path": "/srv/models/eagle3"}, **params)
     spec = {"model": model, "gpu_memory_mib": B200_MIB, "checkpoint_gib": 16.0 if "8b" in model else 65.0,
-            "context_target": 40_960, "speculative": eagle, "gpu_compute_capability": "12.0"}
+            "context_target": 40_960, "speculative": eagle, "gpu_compute_capability": "12.0",
+            "pool_policy": "target"}
     assert kv.plan(spec)["max_total_tokens"] == 40_960 + extra
 
 
@@ -206,7 +207,7 @@ def test_eagle_parameters_without_num_steps_are_refused(params):
 
 
 QWEN_FP8_DFLASH = {"model": "qwen3-32b", "tp_size": 4, "gpu_memory_mib": B200_MIB, "checkpoint_gib": 65.0,
-                   "context_target": 40_000, "kv_cache_dtype": "fp8_e4m3",
+                   "context_target": 40_000, "kv_cache_dtype": "fp8_e4m3", "pool_policy": "target",
                    "speculative": {"algorithm": "DFLASH", "draft_model": "kimi-k2.6-dflash", "draft_model_path": "/d"}}
 
 

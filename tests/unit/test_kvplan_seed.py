@@ -6,7 +6,7 @@ import sglang_kvplan as kv
 # ct200: Kimi K2.6, 8x RTX PRO 6000 Blackwell, TP8, bf16 KV. P and A are what the three pools imply.
 # The seed's build sized its pool on 0.5.9's rules (docs/kv-pool-formula.md, "What ct200's pools say").
 CT200 = {"model": "kimi-k2.6", "tp_size": 8, "pre_load_avail_gib": 85.334, "post_load_avail_gib": 19.419,
-         "pool_rules": "0.5.9"}
+         "pool_rules": "0.5.9", "pool_policy": "target"}  # the pin's mechanics; test_kvplan_fill.py has fill
 
 
 @pytest.mark.parametrize("fraction, logged", [(0.85, 101_134), (0.92, 192_406), (0.94, 218_484)])

@@ -14,7 +14,8 @@ with open(os.path.join(HERE, "..", "..", "molecule", "fixtures", "kimi-k2.6-dfla
 DFLASH = {"algorithm": "DFLASH", "draft_model_path": "/srv/models/kimi-k2.6-dflash", "draft_model_config": DRAFT,
           "num_draft_tokens": 16, "draft_checkpoint_gib": 4.4}
 CT200 = {"model": "kimi-k2.6", "tp_size": 8, "gpu_memory_mib": 97_887, "pre_load_avail_gib": 85.334,
-         "post_load_avail_gib": 19.419, "context_target": 200_000, "speculative": DFLASH}
+         "post_load_avail_gib": 19.419, "context_target": 200_000, "speculative": DFLASH,
+         "pool_policy": "target"}  # the pin's mechanics (test_kvplan_fill.py has the default, fill)
 GPU_GIB = 97_887 / 1024
 LOGGED = [(0.85, 101_134), (0.92, 192_406), (0.94, 218_484)]  # ct200's three hand-tuned boots
 

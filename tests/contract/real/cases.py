@@ -96,6 +96,9 @@ MATRIX = [
           max_running_requests=64),
     _case("ct200-b200", "b200", "kimi-k2.6", "kimi-k2.6-dflash", tp_size=8, speculative=_dflash()),
     _case("ct200-h200", "h200", "kimi-k2.6", "kimi-k2.6-dflash", tp_size=8, speculative=_dflash()),
+    # the pool pinned to the target (sglang_pool_policy target, for GPUs shared with other work): --max-total-tokens
+    _case("ct200-dflash-pinned-sm120", "sm120", "kimi-k2.6", "kimi-k2.6-dflash", tp_size=8, speculative=_dflash(),
+          pool_policy="target"),
     _case("dflash-pp2-refused", "sm120", "kimi-k2.6", "kimi-k2.6-dflash", tp_size=4, pp_size=2,
           speculative=_dflash()),
     _case("dflash-dpattn8-refused", "sm120", "kimi-k2.6", "kimi-k2.6-dflash", tp_size=8, dp_size=8,
@@ -118,6 +121,8 @@ MATRIX = [
     # Qwen3-32B (GQA)
     _case("qwen3-tp4-fp8-b200", "b200", "qwen3-32b", tp_size=4, context_target=40000, kv_cache_dtype="fp8_e4m3"),
     _case("qwen3-tp4-page128-b200", "b200", "qwen3-32b", tp_size=4, context_target=40000, page_size=128),
+    _case("qwen3-tp4-pinned-b200", "b200", "qwen3-32b", tp_size=4, context_target=40000, pool_policy="target"),
+    _case("qwen3-tp4-fill-h100", "h100", "qwen3-32b", tp_size=4, context_target=40960),
     _case("qwen3-tp2-pp2-h100", "h100", "qwen3-32b", tp_size=2, pp_size=2, context_target=40000),
     _case("qwen3-tp4-replicas2-h100", "h100", "qwen3-32b", tp_size=4, dp_size=2, context_target=40000),
     _case("qwen3-tp2-mrr16-sm120", "sm120", "qwen3-32b", tp_size=2, context_target=32768, max_running_requests=16),
