@@ -11,11 +11,12 @@ only after a boot (ct200 measured 85.33 GiB where memory.total gave 94.09). So:
   rest of the GPU given to the pool;
 - the pool must hold the target on that least P too (A lower by as much: the same weights); where it does not, as
   on a host the target only just fits, the pool is pinned to the target ('target', exact for any P and A);
-- the next runs plan from the boot's calibration and keep that boot's flags while it met the rules (its pool holds
-  the target, its headroom is at least the one asked, its concurrency affordable): a fraction re-planned from the
-  measured P differs from the estimate's, and changing it would restart a server that is right. A first boot short
-  of the headroom (P more than 20 % under the estimate) is re-planned from what it measured and restarted once
-  (lib/sglang_state/correction.py).
+- the next runs plan from the boot's calibration and keep that boot's flags while the target is the same and the
+  boot met the rules (its pool holds the target, its headroom is at least the one asked, its concurrency
+  affordable): a fraction re-planned from the measured P differs from the estimate's, and changing it would
+  restart a server that is right. A new target restarts it anyway: it is planned from the measured numbers.
+A first boot short of the headroom (P more than 20 % under the estimate) is re-planned from what it measured and
+restarted once (lib/sglang_state/correction.py).
 """
 
 from . import concurrency
@@ -53,11 +54,13 @@ def fraction_for(spec, budget, pre, calibrated):
 
 
 def _kept(spec, pre, budget, needed, draft_tokens):
-    """The boot's own flags (fraction, cap, pool, headroom, running requests or None), when the calibration it left
-    predicts they still meet the rules; else None. Only a boot planned by 'fill' is kept: another policy's pin is
-    not this one's to keep."""
+    """The boot's own flags (fraction, cap, pool, headroom, running requests), when it served this target (and the
+    running requests asked, if any) and the calibration it left predicts they still meet the rules; else None. Only
+    a boot planned by 'fill' is kept: another policy's pin is not this one's to keep. Another target restarts the
+    server anyway, so it is planned afresh from the measured numbers (a pinned first boot then fills)."""
     boot = spec["boot_flags"]
-    if not boot or boot["pool_policy"] != "fill":
+    if not boot or boot["pool_policy"] != "fill" or boot["context_length"] != spec["context_target"] or (
+            spec["max_running_requests"] and spec["max_running_requests"] != boot["max_running_requests"]):
         return None
     fraction, cap = boot["mem_fraction_static"], boot["max_total_tokens"]
     profiled = pool_tokens(pre, budget.profile_post, fraction, budget.cell, pool_page(spec))
@@ -67,10 +70,9 @@ def _kept(spec, pre, budget, needed, draft_tokens):
             or left < spec["min_headroom_gib"] - 1e-9:
         return None
     running = boot["max_running_requests"]
-    keep_running = (not spec["max_running_requests"] and boot["context_length"] == spec["context_target"]
-                    and running // concurrency.attn_dp(spec)
-                    <= min(concurrency.largest_affordable(spec, left, draft_tokens), pool // 2))
-    return fraction, cap, pool, left, running if keep_running else None
+    if running // concurrency.attn_dp(spec) > min(concurrency.largest_affordable(spec, left, draft_tokens), pool // 2):
+        return None
+    return fraction, cap, pool, left, running
 
 
 def filled(spec, pre, budget, needed, calibrated, draft_tokens):
@@ -81,9 +83,8 @@ def filled(spec, pre, budget, needed, calibrated, draft_tokens):
         if kept:
             fraction, cap, pool, left, running = kept
             return {"fraction": fraction, "cap": cap, "pool": pool, "sure_headroom": left, "running": running,
-                    "note": "pool_policy fill: the flags of the boot this calibration measured%s (it met the rules, "
-                            "and changing them would restart a server that is right)"
-                            % ("" if running else ", the concurrency planned again")}
+                    "note": "pool_policy fill: the flags of the boot this calibration measured (it met the rules, "
+                            "and changing them would restart a server that is right)"}
     fraction, sure = fraction_for(spec, budget, pre, calibrated)
     page = pool_page(spec)
     low = least_pre(spec, pre, calibrated)

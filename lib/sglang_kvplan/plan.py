@@ -320,7 +320,7 @@ def plan(raw_spec):
     running, running_why = concurrency.running_requests(
         spec, pool, min(left, filled.get("sure_headroom") or left), draft_tokens)
     if filled.get("running"):
-        running, running_why = filled["running"], "as the boot this plan keeps ran it (its pool and context unchanged)"
+        running, running_why = filled["running"], "as the boot this plan keeps ran it (the same pool and target)"
     per_table = max(running // concurrency.attn_dp(spec), 1)
     parts = concurrency.headroom_parts(spec, per_table, left, draft_tokens)
     args = parallel_args(spec) + ["--context-length", str(target)]

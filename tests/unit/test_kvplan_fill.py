@@ -114,6 +114,10 @@ def test_a_target_that_fits_only_tightly_is_pinned_and_the_pin_is_kept():
     again, cal = replanned(spec, plan, booted)
     assert cal["boot_flags"]["max_total_tokens"] == 214_272 and cal["pinned"]
     assert again["args"] == plan["args"]  # kept: a calibrated fill would now leave it unpinned, and restart it
+    # a new target restarts it anyway: then it is filled from the measured numbers
+    other = kv.plan(dict(spec, context_target=200_000, pre_load_avail_gib=cal["pre_load_avail_gib"],
+                         post_load_avail_gib=cal["post_load_avail_gib"], boot_flags=cal["boot_flags"]))
+    assert other["max_total_tokens"] is None and other["predicted_pool_tokens"] > 214_272
 
 
 def test_a_boot_whose_flags_no_longer_hold_the_target_is_planned_afresh():
@@ -126,10 +130,13 @@ def test_a_boot_whose_flags_no_longer_hold_the_target_is_planned_afresh():
     fresh = kv.plan(wider)
     assert fresh["mem_fraction_static"] < plan["mem_fraction_static"] and fresh["headroom_gib"] >= 8.0
     assert not any("flags of the boot" in line for line in fresh["assumptions"])
-    # another target: the fraction is kept, the concurrency planned again for it
+    # another target restarts the server anyway: planned afresh from the measured P (a higher fraction than the
+    # estimate's, which was planned for a P 20 % lower), the concurrency for the new target
     shorter = kv.plan(dict(wider, min_headroom_gib=4.0, context_target=20_480))
-    assert shorter["mem_fraction_static"] == plan["mem_fraction_static"]
+    assert shorter["mem_fraction_static"] > plan["mem_fraction_static"]
+    assert 4.0 <= shorter["headroom_gib"] < 4.0 + 0.001 * 80
     assert shorter["max_running_requests"] == shorter["predicted_pool_tokens"] // 20_480
+    assert not any("flags of the boot" in line for line in shorter["assumptions"])
     # a boot of another policy is not kept: fill plans afresh from the calibration
     other = kv.plan(dict(wider, min_headroom_gib=4.0, boot_flags=dict(cal["boot_flags"], pool_policy="target")))
     assert not any("flags of the boot" in line for line in other["assumptions"])
