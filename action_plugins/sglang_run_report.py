@@ -22,6 +22,7 @@ from ansible.utils.display import Display
 # As the filters do: the report lives in lib/ beside this folder (plugins/lib in the collection).
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.realpath(__file__)), os.pardir, "lib"))
 
+from sglang_checks import kept  # noqa: E402
 from sglang_report.inputs import ReportInputError, check_args  # noqa: E402
 from sglang_report.report import build_run_report, calibration_source  # noqa: E402
 from sglang_report.summary import summary_lines  # noqa: E402
@@ -71,6 +72,15 @@ def built_from_facts_failure(host, error):
     cause = next(words for kinds, words in CAUSES if isinstance(error, kinds))
     return ("sglang_run_report: the report for %s could not be built from facts: %s. Give the facts "
             "roles/sglang/tasks/report.yml sends (run with -vvv for where it failed)" % (host, cause))
+
+
+def keep_calibration(args, facts):
+    """The calibration the role plans this host from next time (the one stored for its setup), kept beside its
+    reports for the check phase and `make plan` (lib/sglang_checks/kept.py); a rollback plans nothing, and a host
+    with none stored plans from the inventory's, as the check phase already does."""
+    stored, key = facts.get("calibration_stored"), facts.get("calibration_key")
+    if args["planned"] and not facts.get("restored") and isinstance(stored, Mapping) and stored and key:
+        kept.write(args["root"], args["host"], key, dict(stored))
 
 
 def not_written(root, error):
@@ -132,6 +142,7 @@ class ActionModule(ActionBase):
             result = {"changed": False, "report": None, "summary": summary_lines(built.report)}
             try:
                 result["report"] = os.path.join(built.write(), "report.html")
+                keep_calibration(args, facts)
             except (OSError, ReportInputError) as error:
                 # The host is proven whatever the controller's folder: the summary still reaches the console
                 warnings.append(not_written(args["root"], error))

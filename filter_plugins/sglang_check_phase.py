@@ -26,10 +26,13 @@ _LIB = os.path.join(os.path.dirname(os.path.realpath(__file__)), os.pardir, "lib
 sys.path.insert(0, _LIB)
 
 import sglang_kvplan  # noqa: E402
-from sglang_checks import fleet, inputs, planspec, urls  # noqa: E402
+from sglang_checks import fleet, inputs, kept, planspec, urls  # noqa: E402
 from sglang_checks.planhost import Once, plain, plan_host  # noqa: E402
 
 _ROLES = os.path.realpath(os.path.join(_LIB, os.pardir, "roles"))
+# Where the role's report step writes (roles/sglang/tasks/report.yml: role_path/../../reports), unless
+# sglang_report_dir says otherwise: each host's kept calibration is read from there.
+_REPORTS = os.path.realpath(os.path.join(_LIB, os.pardir, "reports"))
 
 
 def _variables(host, hostvars):
@@ -172,8 +175,27 @@ def plan_hosts(hosts, hostvars):
             out[host] = {"skipped": "%s: planned once preflight has read the GPUs (no sglang_gpu_memory_mib and no "
                                     "stored facts)" % host}
             continue
-        out[host] = plan_host(host, hostvars, knobs)
+        calibrations, notes = _kept(host, source, nodes, roles)
+        out[host] = plan_host(host, hostvars, knobs, calibrations=calibrations)
+        if notes and "plan" in out[host]:
+            out[host]["plan"] = dict(out[host]["plan"], assumptions=out[host]["plan"]["assumptions"] + notes)
     return out
+
+
+def _kept(host, source, nodes, roles):
+    """{node: the calibration its last run kept on the controller} for the setup this host's knobs name, and what
+    the plan should say of it (lib/sglang_checks/kept.py): the role on each node plans from the same numbers."""
+    setup = {"sglang_" + name: source["sglang_" + name] if "sglang_" + name in source
+             else roles.default("sglang_" + name) for name in kept.SETUP_KNOBS}
+    root = (source.get("sglang_report_dir") if "sglang_report_dir" in source else None) or _REPORTS
+    calibrations, notes = {}, []
+    for node in nodes:
+        calibration, note = kept.read(root, node, setup)
+        if calibration:
+            calibrations[node] = calibration
+        if note:
+            notes.append("%s: %s" % (node, note) if len(nodes) > 1 else note)
+    return calibrations, notes
 
 
 def plan_pictures(plans, hostvars):

@@ -88,6 +88,17 @@ def test_the_draft_loaded_after_the_target_and_the_calibration_holds_the_targets
     assert entry["headroom_gib"] > 0  # 'Memory pool end. avail mem', stored
 
 
+def test_the_controller_keeps_the_calibration_the_role_plans_from(host):
+    # issue 35 item 6: the check phase and make plan read it (lib/sglang_checks/kept.py), so they plan this host from
+    # the numbers the role on it plans from, the entry stored on the host for its setup
+    fact = json.loads(host.file("/etc/ansible/facts.d/sglang_calibration.fact").content_string)
+    (key, entry), = fact["entries"].items()
+    path = os.path.join(os.environ["MOLECULE_PROJECT_DIRECTORY"], "reports", "ct200-sim", "calibration.json")
+    with open(path, encoding="utf-8") as handle:
+        kept = json.load(handle)
+    assert kept["calibration_key"] == key and kept["calibration"] == entry
+
+
 def test_the_runtime_check_saw_torch_and_the_kernels(host):
     # the unit runs its runtime's launcher, bin/sglang-serve (one folder per package set under /opt/sglang/runtimes),
     # which starts SGLang with that runtime's bin/python
