@@ -259,8 +259,8 @@ def calibrate(ex, args, run):
                 "-u %s`." % (args["service"], args["service"]))
         return result
     calibration = _calibration(spec, own, plan, boot["pool_tokens"])
-    decided = correction(calibration, own, stored, boot["pool_tokens"], plan, args["context_target"],
-                         spec.get("min_headroom_gib"))
+    headroom = sglang_kvplan.normalize_spec(spec)["min_headroom_gib"]  # the knob, or the planner's default
+    decided = correction(calibration, own, stored, boot["pool_tokens"], plan, args["context_target"], headroom)
     if decided["store"]:
         _facts_file(ex, args["calibration_store"], calibration, boot, multinode, order, ex.now())
         result.update(stored=calibration, changed=True)
@@ -277,8 +277,8 @@ def calibrate(ex, args, run):
     if planned["plan"]["args"] == decided["previous_args"]:
         return result
     short = ("under the %s planned" % decided["previous_required"] if decided["cause"] == "pool" else
-             "leaving %s GiB free after it, under sglang_min_headroom_gib %s" % (
-                 own.get("pool_end_avail_gib"), spec.get("min_headroom_gib")))
+             "leaving %s GiB free after it, under sglang_min_headroom_gib %s" % (own.get("pool_end_avail_gib"),
+                                                                                 headroom))
     ex.say("The pool came out at %s tokens, %s: the %s was off. Re-planned with what SGLang measured (P %s GiB, "
            "A %s GiB): %s. Restarting once." % (
                boot["pool_tokens"], short, "stored calibration" if decided["stale"] else "estimate",

@@ -143,17 +143,18 @@ def calibrate_args(host, nodes, spec, plan, stored=None, order=None, replans=Non
                              post_load_avail_gib=least["post_load_avail_gib"]))
 
     return {"host": host, "server": "ct200", "rank0": order[0], "order": order, "multinode": len(order) > 1,
-            "nodes": nodes, "spec": spec, "plan": plan, "context_target": 200_000, "stored": stored or {},
+            "nodes": nodes, "spec": spec, "plan": plan, "context_target": spec.get("context_target", 200_000),
+            "stored": stored or {},
             "in_use": {}, "calibration_store": {"folder": "/etc/ansible/facts.d", "path": "/etc/ansible/facts.d/x.fact",
                                                 "key": "kimi|tp8", "entries": {"other": {}}, "setup": {"tp_size": 8}},
             "replan": replan, "files": FILES, "etc_dir": "/etc/sglang", "etc_group": "sglang", "store": STORE,
             "state_manifest": {"reason": "deployed"}, "service": "sglang", "wait": WAIT}
 
 
-def verify_args(host, nodes, order=None, headroom=2.0):
+def verify_args(host, nodes, order=None, headroom=2.0, context_target=200_000):
     order = order or [host]
     return {"host": host, "server": "ct200", "rank0": order[0], "order": order, "multinode": len(order) > 1,
-            "nodes": nodes, "context_target": 200_000, "min_headroom_gib": headroom}
+            "nodes": nodes, "context_target": context_target, "min_headroom_gib": headroom}
 
 
 def deploy(host, spec, plan, stored=None, replans=None):
@@ -164,7 +165,8 @@ def deploy(host, spec, plan, stored=None, replans=None):
     started = transaction.start(host, start_args("ct200", rendered), run)
     calibrated = transaction.calibrate(host, calibrate_args("ct200", {"ct200": started}, spec, plan, stored,
                                                             replans=replans), run)
-    return transaction.verify(verify_args("ct200", {"ct200": calibrated}), run)
+    return transaction.verify(verify_args("ct200", {"ct200": calibrated},
+                                          context_target=spec.get("context_target", 200_000)), run)
 
 
 def test_first_boot_renders_restarts_reads_the_boot_stores_the_calibration_and_verifies():
@@ -245,6 +247,30 @@ def test_an_estimate_that_fell_short_is_re_planned_from_the_boot_and_restarted_o
     assert str(corrected["mem_fraction_static"]) in host.files["/etc/systemd/system/sglang.service"]
     assert [m["reason"] for m in host.snapshots] == ["found", "deployed", "deployed"]
     assert facts["calibration_in_use"]["post_load_avail_gib"] == pytest.approx(real_a, abs=0.01)
+
+
+def test_an_unpinned_first_boot_short_of_the_headroom_is_re_planned_and_restarted_once():
+    # pool_policy fill (the default) leaves 50k unpinned: its fraction keeps the headroom for P down to the
+    # estimate over 1.2; a host with still less free before the weights leaves less, and is corrected once
+    spec = dict(KIMI, context_target=50_000)
+    estimate = plan_for(spec)["plan"]
+    assert estimate["max_total_tokens"] is None
+    true_p, true_a = 70.0, 8.0
+    fraction = estimate["mem_fraction_static"]
+    short = boot_on(true_p, true_a, fraction, end=round((1 - fraction) * true_p, 2))
+    assert short["pool_tokens"] >= 50_000 and short["pool_end_avail_gib"] < 4.0
+    corrected = plan_for(dict(spec, pre_load_avail_gib=true_p, post_load_avail_gib=true_a))["plan"]
+    assert corrected["mem_fraction_static"] < fraction
+    right = boot_on(true_p, true_a, corrected["mem_fraction_static"],
+                    end=round((1 - corrected["mem_fraction_static"]) * true_p, 2))
+    host = FakeHost(boots=[short, right])
+    verified = deploy(host, spec, estimate)
+    facts = verified["facts"]
+    assert facts["sglang_corrective_restarts"] == 1 and facts["sglang_starts"] == 2
+    assert facts["sglang_kv_plan_result"]["mem_fraction_static"] == corrected["mem_fraction_static"]
+    assert facts["sglang_boot"]["pool_end_avail_gib"] >= 4.0
+    assert any("leaving %s GiB free after it, under sglang_min_headroom_gib 4.0" % short["pool_end_avail_gib"] in line
+               and "Restarting once" in line for line in host.said), host.said
 
 
 def test_a_calibrated_plan_that_still_falls_short_fails_with_the_numbers_and_no_second_restart():
