@@ -23,7 +23,7 @@ from ansible.utils.display import Display
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.realpath(__file__)), os.pardir, "lib"))
 
 from sglang_checks import kept  # noqa: E402
-from sglang_report.inputs import ReportInputError, check_args  # noqa: E402
+from sglang_report.inputs import ARGUMENTS, ReportInputError, check_args  # noqa: E402
 from sglang_report.report import build_run_report, calibration_source  # noqa: E402
 from sglang_report.summary import summary_lines  # noqa: E402
 
@@ -93,6 +93,10 @@ def not_written(root, error):
 
 
 class ActionModule(ActionBase):
+    # Ansible refuses any other argument by name before run() does anything (ActionBase.run); check_args then checks
+    # each one's type and shape.
+    _VALID_ARGS = frozenset(ARGUMENTS)
+
     TRANSFERS_FILES = False
     _requires_connection = True
 
