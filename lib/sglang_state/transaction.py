@@ -27,6 +27,7 @@ PhaseFailed with one sentence; the action returns it as a failed result with `ru
 from __future__ import annotations
 
 import sglang_kvplan
+from sglang_kvplan.spec import BOOT_FLAG_KEYS
 
 from sglang_state.correction import correction
 from sglang_state.proof_level import serving_process
@@ -220,8 +221,8 @@ def _calibration(spec, boot, plan, pool_tokens):
         "after_graph_avail_gib": boot.get("after_graph_avail_gib"),
         "draft_pre_load_avail_gib": draft.get("pre_load_avail_gib"),
         "draft_post_load_avail_gib": draft.get("post_load_avail_gib"),
-        "boot_flags": {key: plan.get(key) for key in
-                       ("max_total_tokens", "max_running_requests", "context_length", "pool_policy")}})
+        # what the boot ran (its fraction is the calibration's own): the keys fill.py keeps, spelled once in spec.py
+        "boot_flags": {key: plan.get(key) for key in BOOT_FLAG_KEYS if key != "mem_fraction_static"}})
 
 
 def _facts_file(ex, store, calibration, boot, multinode, nodes, now):

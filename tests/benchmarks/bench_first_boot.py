@@ -18,6 +18,7 @@ import sys
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "lib"))
 
 import sglang_kvplan as kv  # noqa: E402
+from sglang_kvplan.spec import BOOT_FLAG_KEYS  # noqa: E402
 
 GIB = 1 << 30
 SETUPS = [  # (name, spec): the seed's setup first
@@ -75,7 +76,7 @@ def deploy(spec, true_p, true_a, policy):
 def second_run(spec, plan, true_p, true_a, pool):
     """Whether the next run, planned from the calibration this boot left (as the role stores it), changes the
     flags, and so restarts the server."""
-    flags = {key: plan[key] for key in ("max_total_tokens", "max_running_requests", "context_length", "pool_policy")}
+    flags = {key: plan[key] for key in BOOT_FLAG_KEYS if key != "mem_fraction_static"}
     cal = kv.calibrate(spec, {"pre_load_avail_gib": round(true_p, 2), "post_load_avail_gib": round(true_a, 2),
                               "mem_fraction_static": plan["mem_fraction_static"], "pool_tokens": pool,
                               "max_total_tokens": plan["max_total_tokens"], "boot_flags": flags})
