@@ -173,6 +173,8 @@ def spec(host, knobs, per_node, rank0_address, measured=None):
         enable_dp_lm_head=bool(_extra_switch(knobs, ("enable_dp_lm_head",))),
         lora_option=_extra_switch(knobs, ("enable_lora", "lora_paths")),
         chunked_prefill_size=chunked_prefill_size(knobs),
+        swa_full_tokens_ratio=swa_full_tokens_ratio(knobs),
+        disable_radix_cache=bool(_extra_switch(knobs, ("disable_radix_cache",))),
         graph_gib=calibration.get("graph_gib"),
         boot_flags=calibration.get("boot_flags"))
     return out, server, node
@@ -231,6 +233,17 @@ def chunked_prefill_size(knobs):
         return max(int(value), 0) if value is not None else None
     except ValueError:
         return None
+
+
+def swa_full_tokens_ratio(knobs):
+    """--swa-full-tokens-ratio from sglang_extra_args, as the release's parser reads it: a sliding-window model's
+    split (lib/sglang_kvplan/sliding.py). Not a number: given as it is, so the planner refuses it by name."""
+    table = flags.sglang_table(knobs.get("sglang_version") or "")
+    value = extra_args.option_value(table, knobs.get("sglang_extra_args"), "swa_full_tokens_ratio")
+    try:
+        return float(value) if value is not None else None
+    except ValueError:
+        return value
 
 
 def loader_args(knobs):

@@ -1,11 +1,13 @@
 """The architectures the planner sizes, by config.json `architectures[0]`, and the families it refuses by name.
 
-The planner's cell formula (model.py) is SGLang's plain pool: MHA/GQA or MLA, every layer full attention. A
+The planner's cell formula (model.py) is SGLang's plain pool: MHA/GQA or MLA, every layer full attention, or
+the hybrid sliding-window split (sliding.py) for the architectures in SLIDING. A
 checkpoint is planned only when its architecture is in KNOWN: a list of what is known, never a list of refused
 keys, so a new layout (Kimi-Linear's KDA layers slipped past the keys) is refused instead of planned as another.
 Each entry cites the SGLang 0.5.23 model file whose EntryClass serves it (sglang/srt/models/<file>:<line>).
 """
 
+from .releases import RULES
 from .spec import KVPlanError
 
 # architectures[0] -> SGLang 0.5.23 model file:line of its EntryClass. Every entry is full attention on every
@@ -29,11 +31,15 @@ KNOWN = {
     "DFlashDraftModel": "models/dflash.py:1317",
 }
 
+# Hybrid sliding-window models, sized by sliding.py: a full pool and a windowed one, split by
+# --swa-full-tokens-ratio. SGLang 0.5.23 marks them hybrid SWA (configs/model_config.py SWA_SINK_ARCHS,
+# is_hybrid_swa_model) and reads the full and sliding layers from config.json's layer_types (get_hybrid_layer_ids).
+SLIDING = {
+    "GptOssForCausalLM": ("gpt-oss", "models/gpt_oss.py:1446"),
+}
+
 # Families SGLang serves with pools the planner does not model yet: refused by name, with what they need.
 UNSIZED = {
-    "GptOssForCausalLM": ("gpt-oss", "models/gpt_oss.py:1446",
-                          "sliding-window attention on half its layers (a second, windowed pool split by "
-                          "--swa-full-tokens-ratio, model_executor/pool_configurator.py:656-810)"),
     "Qwen3NextForCausalLM": ("Qwen3-Next", "models/qwen3_next.py:1316",
                              "hybrid linear attention (Gated DeltaNet state pools per request slot beside the KV "
                              "pool, --mamba-full-memory-ratio)"),
@@ -93,6 +99,15 @@ def check_architecture(config, release, where="model_config"):
     arch = architecture(config, where)
     if arch is None or arch in KNOWN:
         return arch
+    if arch in SLIDING:
+        rule = RULES[release]["swa_pool"]
+        if rule != "ratio_cell":
+            raise KVPlanError("%s: %s (architectures %s) has sliding-window layers, and SGLang %s splits its pool "
+                              "after --max-total-tokens caps a count over every layer (%s, rule %r), which the "
+                              "planner does not model. Use SGLang 0.5.11 or newer, or size it by hand with "
+                              "--max-total-tokens." % (where, SLIDING[arch][0], arch, release,
+                                                       RULES[release]["swa_pool_source"], rule))
+        return arch
     if arch in GEMMA3:
         if release in GEMMA3_PLAIN_POOL_RELEASES:
             return arch
@@ -112,4 +127,4 @@ def check_architecture(config, release, where="model_config"):
 
 
 def _known_short():
-    return "Llama, Mistral/Mixtral, Qwen2/Qwen3 (MoE too), DeepSeek-V2/V3/R1, Kimi K2/K2.5/K2.6, Gemma 3"
+    return "Llama, Mistral/Mixtral, Qwen2/Qwen3 (MoE too), DeepSeek-V2/V3/R1, Kimi K2/K2.5/K2.6, Gemma 3, gpt-oss"

@@ -11,6 +11,7 @@ Mirrors SGLang's model_runner / pool_configurator (docs/kv-pool-formula.md has t
 
 import math
 
+from . import sliding
 from .architectures import GEMMA3, check_architecture
 from .refusals import check_launch, check_lora
 from .releases import ELEM_BYTES, MODEL_FREE_ALGORITHMS, OWN_GEOMETRY_ALGORITHMS, RULES, first_release_with
@@ -95,7 +96,8 @@ def check_geometry(spec):
     # The architecture decides first (architectures.py): an unknown one is refused, never planned as another.
     # Gemma 3 carries sliding_window/layer_types that the releases it is known on turn off (one plain pool).
     arch = check_architecture(spec["model_config"], spec["_release"])
-    unsupported = None if arch in GEMMA3 else _unsupported_layout(cfg)
+    # A sliding-window architecture the planner sizes (sliding.py) carries the keys below by design.
+    unsupported = None if arch in GEMMA3 or sliding.layout(spec["model_config"]) else _unsupported_layout(cfg)
     if unsupported:
         raise KVPlanError("model_config: this checkpoint uses %s (config.json has %r), which the planner cannot "
                           "size: its plan would be wrong. Size it by hand with --max-total-tokens, or choose a "
@@ -124,6 +126,7 @@ def check_geometry(spec):
         raise KVPlanError("sglang_pp_size: %d pipeline stages for %d layers; use at most %d."
                           % (spec["pp_size"], cfg["num_hidden_layers"], cfg["num_hidden_layers"]))
     check_speculative(spec)
+    sliding.check(spec)
 
 
 def is_mla(config):
@@ -165,10 +168,24 @@ def attn_tp_size(spec):
 
 
 def target_cell_bytes(spec):
-    """The target model's KV bytes per token on one GPU (no draft)."""
+    """The target model's KV bytes per token on one GPU (no draft); for a sliding-window model, per token of its
+    full pool (sliding.py)."""
     config = spec["model_config"]
-    return _own_cell(config, kv_elem_bytes(config, spec["kv_cache_dtype"]), attn_tp_size(spec),
-                     layers_per_stage(config, spec["pp_size"]))
+    elem, attn_tp = kv_elem_bytes(config, spec["kv_cache_dtype"]), attn_tp_size(spec)
+    if sliding.layout(config):
+        return sliding.cell(spec, _own_cell(config, elem, attn_tp, 1), _sliding_layer_bytes(config, elem, attn_tp))
+    return _own_cell(config, elem, attn_tp, layers_per_stage(config, spec["pp_size"]))
+
+
+def _sliding_layer_bytes(config, elem, attn_tp):
+    """One sliding layer's KV bytes per token: its own heads and dims where config.json gives them, else the full
+    layers' (0.5.23 configs/model_config.py get_swa_num_kv_heads, and swa_head_dim/swa_v_head_dim :1357-1365)."""
+    cfg = text_config(config)
+    heads = _field(cfg, "num_attention_heads")
+    kv_heads = _field(cfg, "swa_num_key_value_heads", _field(cfg, "num_key_value_heads", heads))
+    head_dim = _field(cfg, "swa_head_dim", _field(cfg, "head_dim", _field(cfg, "hidden_size") // heads))
+    v_head_dim = _field(cfg, "swa_v_head_dim", head_dim)
+    return max(1, kv_heads // attn_tp) * (head_dim + v_head_dim) * elem
 
 
 def draft_layers(spec):
@@ -313,6 +330,10 @@ def describe_cell(spec):
     dtype = {1: "fp8", 2: "bf16", 4: "fp32"}[elem]
     if is_mla(config):
         return "%s MLA latent KV, replicated on each of %d TP ranks" % (dtype, spec["tp_size"])
+    if sliding.layout(config):
+        full, layers, _ = sliding.layout(config)
+        return ("%s GQA KV of %d full-attention layers + --swa-full-tokens-ratio %s x %d sliding-window layers, heads "
+                "split over attention TP" % (dtype, full, sliding.ratio(spec), layers))
     return "%s GQA/MHA KV, heads split over attention TP" % dtype
 
 

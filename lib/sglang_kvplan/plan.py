@@ -19,7 +19,7 @@ reaches the target (plus a margin while P and A are estimates).
 
 import math
 
-from . import concurrency, fill
+from . import concurrency, fill, sliding
 from .memory import GIB, draft_weights, fraction_ceiling, memory, mm_reserve_gib, pool_tokens, profile_post
 from .model import (
     cell_bytes,
@@ -309,6 +309,9 @@ def plan(raw_spec):
         assumptions.append(budget.draft_note)
     if page_note(spec):
         assumptions.append(page_note(spec))
+    if sliding.layout(spec["model_config"]):  # the second pool: it must admit a request, and the plan says it
+        sliding.check_pool(spec, pool, page)
+        assumptions.append(sliding.note(spec, pool, page))
     if spec["pool_rules"] is not None:
         assumptions.append("sglang_pool_rules %s: the pool is sized by SGLang %s's rules (releases/rules.json) for "
                            "sglang_version %s, as asked; check the first boot's pool against the plan"
@@ -375,6 +378,8 @@ def plan(raw_spec):
                             fraction, running,
                             (", node %d of %d" % (spec["node_rank"], spec["nnodes"])) if spec["nnodes"] > 1 else ""),
     }
+    if sliding.layout(spec["model_config"]):
+        result["sliding_window_pool_tokens"] = sliding.sliding_tokens(spec, pool, page)
     if spec["nnodes"] > 1:
         # Only for a server across nodes, so a one-node plan stays the dict it always was.
         result.update(nnodes=spec["nnodes"], node_rank=spec["node_rank"], limiting_node=spec["limiting_node"])

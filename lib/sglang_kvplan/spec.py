@@ -75,6 +75,10 @@ _KEYS = {
     # and the CUDA graphs' GiB a boot measured (the calibration's graph_gib).
     "chunked_prefill_size": ("nonneg_int", None),
     "graph_gib": ("nonneg_float", None),
+    # A sliding-window model's split (sliding.py): --swa-full-tokens-ratio from sglang_extra_args (None: the
+    # release's default), and --disable-radix-cache, under which 0.5.15+ sizes the sliding pool another way.
+    "swa_full_tokens_ratio": ("ratio", None),
+    "disable_radix_cache": ("bool", False),
     # The RoPE scaling the model card documents, to serve past the model's window (rope.py); {} or None: none.
     "rope_scaling": ("rope_scaling", None),
     # The flags of the boot a stored calibration measured (fill.py keeps them while that boot met the rules).
@@ -96,6 +100,8 @@ _DERIVED = {
     "enable_dp_lm_head": "--enable-dp-lm-head in sglang_extra_args",
     "lora_option": "--enable-lora or --lora-paths in sglang_extra_args",
     "chunked_prefill_size": "--chunked-prefill-size in sglang_extra_args",
+    "swa_full_tokens_ratio": "--swa-full-tokens-ratio in sglang_extra_args",
+    "disable_radix_cache": "--disable-radix-cache in sglang_extra_args",
     "graph_gib": "sglang_calibration's graph_gib, measured by a boot",
     "boot_flags": "the stored calibration's boot_flags, the flags of the boot it measured",
 }
@@ -205,6 +211,9 @@ def _check_value(key, kind, value):
     if key == "gpu_memory_mib" and number < MIN_GPU_MIB:
         raise KVPlanError("%s: %s MiB is less than any GPU SGLang serves from (at least %s); set the GPU's "
                           "nvidia-smi memory.total in MiB." % (_where(key), _short(value), format(MIN_GPU_MIB, ",")))
+    if kind == "ratio" and not 0.0 < number <= 1.0:
+        raise KVPlanError("%s: expected a ratio above 0 and at most 1 (SGLang's own range), got %r."
+                          % (_where(key), value))
     if kind == "fraction" and not 0.0 < number < 1.0:
         raise KVPlanError("%s: expected a fraction between 0 and 1 (e.g. 0.9), got %r."
                           % (_where(key), value))

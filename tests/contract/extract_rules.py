@@ -30,6 +30,12 @@ every rule records the file (under the wheel) it was read from. Detectors, one p
   draft (inherited from an fa4 target) does, None where the draft keeps the target's KV dtype.
 - sm100_default_with_dflash: whether SM100's default GQA backend (trtllm_mha) is kept for DFLASH, whose topk is
   still unset when the default is picked (0.5.23 model_override_base.py _forces_eagle_topk_one).
+- swa_pool: how a hybrid sliding-window model's pool (gpt-oss) is split: 'ratio_cell' (0.5.11+,
+  HybridSWAPoolConfigurator: the cell is full layers + swa_full_tokens_ratio x sliding layers, the pool and
+  --max-total-tokens count the full layers' tokens, the sliding pool is ratio x that) or 'split_after_cap'
+  (ModelRunner.set_num_tokens_hybrid_swa: a cell over every layer, --max-total-tokens caps that count, and the split
+  comes after it); swa_full_tokens_ratio: the release's default --swa-full-tokens-ratio (a field's default, or its
+  `fallback=` where the field is resolvable).
 - speculative_algorithms, kv_cache_dtypes: from the release's flag table (extract_flags.py).
 - torch, torch_cuda, min_driver_branch: the wheel's METADATA (`torch==`, `cuda-python` pin; CUDA 12.9 needs
   driver branch 575, CUDA 13.0 branch 580, NVIDIA's CUDA toolkit release notes).
@@ -95,6 +101,33 @@ def dflash_cell(source, algorithms):
     if "scale_kv_cell_size_per_token_for_dflash" in text:
         return "layer_scaled", rel + " + speculative/dflash_utils.py"
     raise RuleError("%s: DFLASH exists but its cell rule was not found" % rel)
+
+
+def swa_pool(source):
+    configurator = SRT + "model_executor/pool_configurator.py"
+    text = source.read(configurator) or ""
+    if "class HybridSWAPoolConfigurator" in text and "full_tokens = align_page_size(max_total_num_tokens)" in text \
+            and re.search(r"\+\s*self\._swa_full_tokens_ratio\s*\*", text):
+        return "ratio_cell", configurator
+    mixin = SRT + "model_executor/model_runner_kv_cache_mixin.py"
+    # 0.5.9 set_num_tokens_hybrid_swa, 0.5.10 _resolve_hybrid_swa_tokens: the capped count of a cell over every
+    # layer, re-split as full_tokens = total_memory / (F x n_full + r x S x n_swa)
+    if "int(total_memory / denominator)" in (source.read(mixin) or ""):
+        return "split_after_cap", mixin
+    raise RuleError("%s: no sliding-window pool split the detector knows" % configurator)
+
+
+def swa_ratio_default(source):
+    for rel in [SRT + "server_args.py"] + sorted(n for n in source._zip.namelist()
+                                                 if n.startswith(SRT + "arg_groups/fields/")):
+        text = source.read(rel) or ""
+        found = re.search(r"\n    swa_full_tokens_ratio:(.*?)\n    [a-z_]+:", text, re.S)
+        if not found:
+            continue
+        value = re.search(r"fallback=([0-9.]+)", found.group(1)) or re.search(r"=\s*([0-9.]+)\s*$", found.group(1))
+        if value:
+            return float(value.group(1)), rel
+    raise RuleError("no default for swa_full_tokens_ratio in server_args.py or arg_groups/fields/")
 
 
 def _env_int(source, name):
@@ -302,6 +335,8 @@ def rules(path):
     out["dflash_cell"], out["dflash_cell_source"] = dflash_cell(source, algorithms)
     out.update(multimodal(source))
     out["forced_pages"] = forced_pages(source)
+    out["swa_pool"], out["swa_pool_source"] = swa_pool(source)
+    out["swa_full_tokens_ratio"], out["swa_full_tokens_ratio_source"] = swa_ratio_default(source)
     out["launch_refusals"] = launch_refusals(source)
     out["dflash_draft_backend"], out["dflash_draft_backend_source"] = dflash_draft_backend(source, algorithms)
     out["sm100_default_with_dflash"], out["sm100_default_with_dflash_source"] = sm100_default_with_dflash(source)
@@ -329,13 +364,15 @@ def _cite(path):
 def markdown(data):
     """docs/sglang-releases.md's table: one row per release, each rule with the file it was read from."""
     rows = ["| release | draft loads | EAGLE-family cell | DFLASH cell | multimodal reserve | SM100 forced page "
-            "(trtllm_mha / fa4 / trtllm_mla) | --speculative-algorithm | torch, CUDA, driver |",
-            "|---|---|---|---|---|---|---|---|"]
+            "(trtllm_mha / fa4 / trtllm_mla) | sliding-window pool (default ratio) | --speculative-algorithm | "
+            "torch, CUDA, driver |",
+            "|---|---|---|---|---|---|---|---|---|"]
     for version, r in sorted(data["releases"].items(), key=lambda item: tuple(int(n) for n in
                                                                              re.findall(r"\d+", item[0]))):
         pages = r["forced_pages"]
         fa4 = pages.get("sm100_mha_asymmetric_kv")
-        rows.append("| %s | %s (%s) | %s (%s) | %s | %s | %d / %s / %d (%s; picked in %s) | %s (%s) | %s, %s, %d (%s) |"
+        rows.append("| %s | %s (%s) | %s (%s) | %s | %s | %d / %s / %d (%s; picked in %s) | %s, %s (%s) | %s (%s) "
+                    "| %s, %s, %d (%s) |"
                     % (version, r["draft_load"], _cite(r["draft_load_source"]), r["eagle_cell"],
                        _cite(r["eagle_cell_source"]),
                        "%s (%s)" % (r["dflash_cell"], _cite(r["dflash_cell_source"])) if r["dflash_cell"] else "none",
@@ -344,6 +381,7 @@ def markdown(data):
                        if r["mm_reserve_mib"] else "none",
                        pages["sm100_mha"]["page"], fa4["page"] if fa4 else "not picked", pages["sm100_mla"]["page"],
                        _cite(pages["sm100_mha"]["source"]), _cite(pages["sm100_mha"]["picked_in"]),
+                       r["swa_pool"], r["swa_full_tokens_ratio"], _cite(r["swa_pool_source"]),
                        " ".join(r["speculative_algorithms"]), _cite(r["speculative_algorithms_source"].split(" ")[0]),
                        r["torch"], r["torch_cuda"], r["min_driver_branch"], "METADATA"))
     return "\n".join(rows) + "\n"

@@ -10,7 +10,9 @@ against the planner's current verdict). Rules:
     --max-running-requests and --kv-cache-dtype as planned, the page is the one the planner predicts
     (lib/sglang_kvplan/pages.py), and the draft tokens SGLang resolves are the ones the planner reserves for
     (plan.py _draft_extra_tokens), so the pin holds one request at full length; the --chunked-prefill-size SGLang
-    resolves (per attention-DP worker) is the one the headroom's prefill activations are sized for.
+    resolves (per attention-DP worker) is the one the headroom's prefill activations are sized for;
+  - a sliding-window plan's full and sliding pools are the ones the release's own configurator sizes from the same
+    memory (pools_real.py).
 """
 
 NATIVE_WINDOW_SWITCH = "SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN"
@@ -59,7 +61,23 @@ def disagreements(planner, real):
         out.append("draft tokens: the planner reserves %r, SGLang resolves speculative_num_draft_tokens %r"
                    % (expected["draft_tokens"], real_draft))
     out.extend(chunk_disagreement(expected, resolved))
+    out.extend(pools_disagreement(expected, real))
     return out
+
+
+def pools_disagreement(expected, real):
+    """A sliding-window plan's two pools against the release's own configurator on the same memory (driver.py
+    pools_real). Recordings made before the planner predicted them carry nothing to compare."""
+    planned = expected.get("pools")
+    if planned is None:
+        return []
+    sized = real.get("pools") or {"error": "the driver sized no pools"}
+    if "error" in sized:
+        return ["pools: the release's configurator failed: %s" % sized["error"]]
+    if (planned["full"], planned["sliding"]) != (sized["full"], sized["sliding"]):
+        return ["pools: planned %s full + %s sliding tokens, SGLang's %s sizes %s + %s"
+                % (planned["full"], planned["sliding"], sized["configurator"], sized["full"], sized["sliding"])]
+    return []
 
 
 def chunk_disagreement(expected, resolved):

@@ -62,6 +62,10 @@ MODELS = {
     "llama-3.1-8b-eagle3": dict(_preset("llama-3.1-8b", model_type="llama", vocab_size=128256),
                                 architectures=["LlamaForCausalLMEagle3"], num_hidden_layers=1,
                                 draft_vocab_size=32000),
+    # gpt-oss-120b: hybrid sliding-window (lib/sglang_kvplan/sliding.py); the driver also sizes its two pools with
+    # the release's own configurator (driver.py real_pools)
+    "gpt-oss-120b": _preset("gpt-oss-120b", model_type="gpt_oss", vocab_size=201088, num_local_experts=128,
+                            num_experts_per_tok=4, intermediate_size=2880),
     # A small Llama as a STANDALONE draft (Llama-3.2-1B's geometry).
     "llama-3.2-1b": dict(_preset("llama-3.1-8b", model_type="llama", vocab_size=128256), num_hidden_layers=16,
                          hidden_size=2048, num_attention_heads=32, head_dim=64),
@@ -151,6 +155,13 @@ MATRIX = [
     _case("llama-ngram-b200", "b200", "llama-3.1-8b", context_target=65536, speculative={"algorithm": "NGRAM"}),
     _case("llama-nospec-mrr32-h200", "h200", "llama-3.1-8b", context_target=131072, max_running_requests=32),
     _case("llama-fp8e5m2-sm120", "sm120", "llama-3.1-8b", context_target=131072, kv_cache_dtype="fp8_e5m2"),
+    # gpt-oss-120b (sliding-window): the pool filled (H200: fa3, page 1; B200: trtllm_mha, page 64), pinned, and
+    # another split by --swa-full-tokens-ratio
+    _case("gpt-oss-fill-h200", "h200", "gpt-oss-120b", tp_size=1, context_target=131072),
+    _case("gpt-oss-tp2-fill-b200", "b200", "gpt-oss-120b", tp_size=2, context_target=131072),
+    _case("gpt-oss-pinned-h200", "h200", "gpt-oss-120b", tp_size=1, context_target=131072, pool_policy="target"),
+    _case("gpt-oss-ratio05-b200", "b200", "gpt-oss-120b", tp_size=1, context_target=131072,
+          extra_args=["--swa-full-tokens-ratio", "0.5"]),
 ]
 
 RELEASES = ("0.5.23", "0.5.15")
@@ -219,7 +230,20 @@ def expected(spec, result):
             "page_size": pages.pool_page(spec_module.normalize_spec(spec)),
             "draft_tokens": plan_module._draft_extra_tokens(spec_module.normalize_spec(spec)),
             # what the headroom's prefill activations are sized for (memory.py chunked_prefill_tokens)
-            "chunked_prefill_size": memory.chunked_prefill_tokens(spec_module.normalize_spec(spec))}
+            "chunked_prefill_size": memory.chunked_prefill_tokens(spec_module.normalize_spec(spec)),
+            # a sliding-window model's two pools, for the memory the plan was made from (driver.py real_pools)
+            "pools": ({"full": plan["predicted_pool_tokens"], "sliding": plan["sliding_window_pool_tokens"]}
+                      if "sliding_window_pool_tokens" in plan else None)}
+
+
+def probe(spec, plan):
+    """The memory a sliding-window plan was made from (P and the A the profile starts from, GiB, unrounded), which
+    the driver gives the release's own pool configurator; None for other models."""
+    if "sliding_window_pool_tokens" not in plan:
+        return None
+    normalized = spec_module.normalize_spec(spec)
+    pre, post, _, _ = memory.memory(normalized)
+    return {"pre_load_avail_gib": pre, "profile_avail_gib": memory.profile_post(normalized, post)}
 
 
 def planned(version, matrix=None):
@@ -236,6 +260,7 @@ def planned(version, matrix=None):
         else:
             entry["planner"] = {"accepted": True, "refusal": None,
                                 "expected": expected(result["spec"], result["plan"])}
+        entry["probe"] = probe(result["spec"], result["plan"])
         entry["argv"], entry["config"] = render_argv(knobs, result["plan"], case["model"])
         out.append(entry)
     return out

@@ -64,7 +64,7 @@ def materialise(entries, root):
             handle.write(entry["config"])
         argv = [a.replace(cases.MODEL_ROOT + "/@CONFIG@", config_path).replace(cases.MODEL_ROOT, root)
                 for a in entry["argv"]]
-        out.append({"id": entry["id"], "gpu": entry["gpu"], "argv": argv})
+        out.append({"id": entry["id"], "gpu": entry["gpu"], "argv": argv, "probe": entry.get("probe")})
     return out
 
 
@@ -72,6 +72,8 @@ def question_key(entry):
     """What the real resolver is asked in a case, as a digest: argv, GPU kind, the model folders, the --config file."""
     question = {"argv": entry["argv"], "gpu": entry["gpu"], "config": entry["config"],
                 "models": {name: cases.MODELS[name] for name in (entry["model"], entry["draft"]) if name}}
+    if entry.get("probe"):  # a sliding-window plan's memory, which the release's configurator is given
+        question["probe"] = entry["probe"]
     return hashlib.sha256(json.dumps(question, sort_keys=True).encode()).hexdigest()[:16]
 
 
@@ -132,7 +134,8 @@ def run(version, out_file=None):
                        "the planner's verdict when this was recorded; tests compare the planner's current one."
                        % real_version,
                "seconds": round(time.time() - started, 1), "asked": len(runnable),
-               "cases": [dict({k: e[k] for k in ("id", "gpu", "model", "draft", "knobs", "argv", "planner", "key")},
+               "cases": [dict({k: e.get(k) for k in ("id", "gpu", "model", "draft", "knobs", "argv", "planner", "key",
+                                                       "probe")},
                               real=results[e["id"]]) for e in entries]}
     os.makedirs(os.path.dirname(out_file), exist_ok=True)
     # the model folders are this machine's: the fixture names them as the cases do, so it reads the same anywhere

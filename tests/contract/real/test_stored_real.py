@@ -109,3 +109,13 @@ def test_headroom_is_sized_for_the_chunked_prefill_sglang_resolves(version, rele
         return
     problem = agreement.chunk_disagreement(planner["expected"], real["resolved"])
     assert not problem, "%s (%s) on %s: %s" % (case["id"], case["gpu"], release, problem)
+
+
+@pytest.mark.parametrize("version, release, case", [p for p in _recorded() if p.values[2].get("probe")])
+def test_sliding_window_pools_are_the_ones_the_release_sizes(version, release, case):
+    # the release's own configurator (pools_real.py) sized the recorded memory; the planner now plans from the same
+    # memory (a different one: the recording is stale, run `make real-resolver`) and must find the same two pools
+    now = _now(version, case)
+    assert now["probe"] == case["probe"], "%s: the plan's memory changed: run `make real-resolver`" % case["id"]
+    problems = agreement.pools_disagreement(now["planner"]["expected"], case["real"])
+    assert not problems, "%s on %s: %s" % (case["id"], release, problems)
