@@ -43,6 +43,13 @@ UNSIZED = {
     "Qwen3NextForCausalLM": ("Qwen3-Next", "models/qwen3_next.py:1316",
                              "hybrid linear attention (Gated DeltaNet state pools per request slot beside the KV "
                              "pool, --mamba-full-memory-ratio)"),
+    # Qwen3.5's text model is Qwen3-Next's hybrid (configs/hybrid_arch.py hybrid_gdn_config), with a vision encoder
+    "Qwen3_5ForConditionalGeneration": ("Qwen3.5", "models/qwen3_5.py:3021",
+                                        "hybrid linear attention (Gated DeltaNet state pools per request slot beside "
+                                        "the KV pool, --mamba-full-memory-ratio)"),
+    "Qwen3_5MoeForConditionalGeneration": ("Qwen3.5 MoE", "models/qwen3_5.py:3021",
+                                           "hybrid linear attention (Gated DeltaNet state pools per request slot "
+                                           "beside the KV pool, --mamba-full-memory-ratio)"),
     "NemotronHForCausalLM": ("Nemotron-H", "models/nemotron_h.py:1361",
                              "Mamba layers (state pools per request slot beside the KV pool, "
                              "--mamba-full-memory-ratio)"),

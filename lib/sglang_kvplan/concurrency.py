@@ -22,6 +22,7 @@ from .memory import (
     graphs_estimate_gib,
     request_table_gib,
 )
+from .model import check_geometry
 from .refusals import check_launch
 from .spec import KVPlanError
 
@@ -119,9 +120,11 @@ def launches(spec):
     """Whether the release starts `spec` at all: the launch check a plan passes (refusals.check_launch, the
     combinations each release's argument resolution refuses, read from its wheel: releases/rules.json
     `launch_refusals`, e.g. DFLASH with --pp-size > 1, SGLang 0.5.23 srt/server_args.py, the entry's `source`).
-    Every alternative and fix the planner prints passes it, so none is a setup SGLang refuses at boot."""
+    Every alternative and fix the planner prints passes it, so none is a setup SGLang refuses at boot; nor one the
+    planner itself would refuse to size (model.check_geometry: heads over TP, a sliding-window model's PP)."""
     try:
         check_launch(spec)
+        check_geometry(spec)
     except KVPlanError:
         return False
     return True

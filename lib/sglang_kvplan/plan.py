@@ -309,9 +309,8 @@ def plan(raw_spec):
         assumptions.append(budget.draft_note)
     if page_note(spec):
         assumptions.append(page_note(spec))
-    if sliding.layout(spec["model_config"]):  # the second pool: it must admit a request, and the plan says it
+    if sliding.layout(spec["model_config"]):  # the second pool must admit a request (the trade-off says it)
         sliding.check_pool(spec, pool, page)
-        assumptions.append(sliding.note(spec, pool, page))
     if spec["pool_rules"] is not None:
         assumptions.append("sglang_pool_rules %s: the pool is sized by SGLang %s's rules (releases/rules.json) for "
                            "sglang_version %s, as asked; check the first boot's pool against the plan"
@@ -351,7 +350,8 @@ def plan(raw_spec):
         "running_requests_reason": running_why,
         "headroom_parts": parts,
         "tradeoff": concurrency.tradeoff(spec, pool, per_table, running_why, parts, concurrency.alternatives(
-            spec, Budget, budget, pool, target, headroom_min, pre)) + fill.tradeoff(filled, pool, needed, budget.cell),
+            spec, Budget, budget, pool, target, headroom_min, pre)) + fill.tradeoff(filled, pool, needed, budget.cell)
+        + sliding.tradeoff(spec, pool, page),
         "predicted_pool_tokens": pool,
         "required_pool_tokens": required,
         "headroom_gib": round(left, 3),

@@ -105,12 +105,14 @@ def check_pool(spec, pool, page):
                                                               format(window, ","), page))
 
 
-def note(spec, pool, page):
-    """What the split is and what the ratio trades, for the plan's assumptions."""
+def tradeoff(spec, pool, page):
+    """The plan's trade-off line for a sliding-window model: the two pools and what the ratio trades; [] else."""
+    if layout(spec["model_config"]) is None:
+        return []
     full, sliding, window = layout(spec["model_config"])
-    return ("sliding-window model: %d full-attention layers hold the %s-token pool, %d sliding-window layers (window "
+    return ["sliding window: %d full-attention layers hold the %s-token pool, %d sliding-window layers (window "
             "%s) a second pool of %s tokens (--swa-full-tokens-ratio %s%s); a request needs its whole length in the "
             "first and about its window in the second, so a lower ratio buys full tokens with cached prefixes"
             % (full, format(pool, ","), sliding, format(window, ","), format(sliding_tokens(spec, pool, page), ","),
                ratio(spec), "" if spec.get("swa_full_tokens_ratio") is not None else
-               ", SGLang %s's default" % spec["_release"]))
+               ", SGLang %s's default" % spec["_release"])]

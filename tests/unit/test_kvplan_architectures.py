@@ -56,6 +56,7 @@ def test_kimi_linear_is_refused_by_name():
 
 @pytest.mark.parametrize("arch, family, need", [
     ("Qwen3NextForCausalLM", "Qwen3-Next", "hybrid linear attention"),
+    ("Qwen3_5MoeForConditionalGeneration", "Qwen3.5 MoE", "Gated DeltaNet"),
     ("NemotronHForCausalLM", "Nemotron-H", "Mamba"),
     ("DeepseekV32ForCausalLM", "DeepSeek-V3.2", "indexer"),
     ("KimiLinearForCausalLM", "Kimi-Linear", "KDA"),
@@ -141,3 +142,23 @@ def test_each_release_turns_hybrid_swa_off_for_gemma3_at_the_cited_lines(release
     cited = "\n".join(text)
     assert "Gemma3ForConditionalGeneration" in cited and "Gemma3ForCausalLM" in cited, cited
     assert "disable_hybrid_swa_memory" in cited and "True" in cited, cited
+
+
+def _cited():
+    from sglang_kvplan.architectures import SLIDING, UNSIZED
+    out = [(arch, where) for arch, where in KNOWN.items()]
+    out += [(arch, entry[1]) for table in (SLIDING, UNSIZED) for arch, entry in table.items()]
+    return out
+
+
+@pytest.mark.parametrize("arch, where", _cited())
+def test_each_architecture_is_served_by_the_cited_entry_class_of_0_5_23(arch, where):
+    # every name the planner sizes or refuses by name is a class SGLang 0.5.23 serves, at the line the table cites
+    wheels = glob.glob(os.path.join(WHEELS, "sglang-0.5.23-*.whl"))
+    if not wheels:
+        pytest.skip("the 0.5.23 wheel is not cached in .cache/sglang-wheels (make test fetches it)")
+    path, line = where.rsplit(":", 1)
+    with zipfile.ZipFile(wheels[0]) as wheel:
+        lines = wheel.read("sglang/srt/" + path).decode().splitlines()
+    entry = "\n".join(lines[int(line) - 1:int(line) + 6])
+    assert entry.lstrip().startswith("EntryClass") and arch in entry, (arch, where, entry)

@@ -79,7 +79,8 @@ def test_the_ratio_and_the_radix_switch_come_from_sglang_extra_args_as_the_relea
     spec, server, _ = _spec(["--swa-full-tokens-ratio", "0.5"])
     got = planspec.plan(spec, server)
     assert got["sliding_window_pool_tokens"] == 65_536
-    assert any("--swa-full-tokens-ratio 0.5" in a and "65,536" in a for a in got["assumptions"])
+    assert any(line.startswith("sliding window: ") and "--swa-full-tokens-ratio 0.5" in line and "65,536" in line
+               for line in got["tradeoff"])
     spec, server, _ = _spec(["--swa-full-tokens-ratio", "half"])
     with pytest.raises(kv.KVPlanError, match="swa-full-tokens-ratio in sglang_extra_args.*'half'"):
         planspec.plan(spec, server)
@@ -115,3 +116,12 @@ def test_what_the_split_does_not_describe_is_refused_with_the_knob(more, words):
 def test_a_speculative_draft_beside_it_is_refused():
     message = refusal(speculative={"algorithm": "NGRAM"})
     assert "sglang_speculative" in message and "sliding-window" in message
+
+
+def test_no_printed_alternative_or_fix_is_one_the_planner_refuses():
+    # twice the GPUs is PP doubled where the release takes it, but the planner does not size a sliding-window model
+    # over pipeline stages (sliding.check): TP is offered instead, in the trade-off and in a refusal's fixes
+    lines = plan(H200)["tradeoff"]
+    assert any("sglang_tp_size 2" in line for line in lines) and not any("sglang_pp_size" in line for line in lines)
+    message = refusal(gpu_memory_mib=81_559, min_headroom_gib=12)
+    assert "does not fit" in message and "sglang_tp_size 2" in message and "sglang_pp_size" not in message
