@@ -155,13 +155,15 @@ MATRIX = [
     _case("llama-ngram-b200", "b200", "llama-3.1-8b", context_target=65536, speculative={"algorithm": "NGRAM"}),
     _case("llama-nospec-mrr32-h200", "h200", "llama-3.1-8b", context_target=131072, max_running_requests=32),
     _case("llama-fp8e5m2-sm120", "sm120", "llama-3.1-8b", context_target=131072, kv_cache_dtype="fp8_e5m2"),
-    # gpt-oss-120b (sliding-window): the pool filled (H200: fa3, page 1; B200: trtllm_mha, page 64), pinned, and
-    # another split by --swa-full-tokens-ratio
+    # gpt-oss-120b (sliding-window): the pool filled (H200: fa3, page 1; B200: trtllm_mha, page 64; RTX PRO 6000:
+    # triton), pinned, another split by --swa-full-tokens-ratio, and fp8 KV
     _case("gpt-oss-fill-h200", "h200", "gpt-oss-120b", tp_size=1, context_target=131072),
     _case("gpt-oss-tp2-fill-b200", "b200", "gpt-oss-120b", tp_size=2, context_target=131072),
     _case("gpt-oss-pinned-h200", "h200", "gpt-oss-120b", tp_size=1, context_target=131072, pool_policy="target"),
     _case("gpt-oss-ratio05-b200", "b200", "gpt-oss-120b", tp_size=1, context_target=131072,
           extra_args=["--swa-full-tokens-ratio", "0.5"]),
+    _case("gpt-oss-tp2-fp8-sm120", "sm120", "gpt-oss-120b", tp_size=2, context_target=131072,
+          kv_cache_dtype="fp8_e4m3"),
 ]
 
 RELEASES = ("0.5.23", "0.5.15")
