@@ -135,3 +135,16 @@ def check_architecture(config, release, where="model_config"):
 
 def _known_short():
     return "Llama, Mistral/Mixtral, Qwen2/Qwen3 (MoE too), DeepSeek-V2/V3/R1, Kimi K2/K2.5/K2.6, Gemma 3, gpt-oss"
+
+
+def markdown():
+    """docs/planner.md's table of architectures, from the tables above (a test keeps the two equal)."""
+    rows = ["| config.json `architectures[0]` | planned as | SGLang 0.5.23 |", "|---|---|---|"]
+    rows += ["| `%s` | one pool, every layer full attention | `%s` |" % (arch, where) for arch, where in KNOWN.items()]
+    rows += ["| `%s` | one pool over every layer: 0.5.9-0.5.23 turn its sliding-window split off | `%s` |"
+             % (arch, GEMMA3_PLAIN_POOL["0.5.23"]) for arch in sorted(GEMMA3)]
+    rows += ["| `%s` | two pools, full and sliding-window (`sliding.py`), from 0.5.11 | `%s` |" % (arch, where)
+             for arch, (_, where) in SLIDING.items()]
+    rows += ["| `%s` | refused by name: %s | `%s` |" % (arch, needs, where)
+             for arch, (_, where, needs) in UNSIZED.items()]
+    return "\n".join(rows) + "\n"

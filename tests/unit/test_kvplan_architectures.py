@@ -162,3 +162,9 @@ def test_each_architecture_is_served_by_the_cited_entry_class_of_0_5_23(arch, wh
         lines = wheel.read("sglang/srt/" + path).decode().splitlines()
     entry = "\n".join(lines[int(line) - 1:int(line) + 6])
     assert entry.lstrip().startswith("EntryClass") and arch in entry, (arch, where, entry)
+
+
+def test_the_docs_table_is_the_architectures_table():
+    from sglang_kvplan import architectures
+    with open(os.path.join(os.path.dirname(__file__), "..", "..", "docs", "planner.md"), encoding="utf-8") as handle:
+        assert architectures.markdown() in handle.read(), "docs/planner.md: paste architectures.markdown() into it"
