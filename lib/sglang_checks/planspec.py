@@ -175,6 +175,8 @@ def spec(host, knobs, per_node, rank0_address, measured=None):
         chunked_prefill_size=chunked_prefill_size(knobs),
         swa_full_tokens_ratio=swa_full_tokens_ratio(knobs),
         disable_radix_cache=bool(_extra_switch(knobs, ("disable_radix_cache",))),
+        mamba_full_memory_ratio=_extra_number(knobs, "mamba_full_memory_ratio"),
+        mamba_option=_extra_switch(knobs, ("max_mamba_cache_size", "mamba_ssm_dtype")),
         graph_gib=calibration.get("graph_gib"),
         boot_flags=calibration.get("boot_flags"))
     return out, server, node
@@ -236,10 +238,15 @@ def chunked_prefill_size(knobs):
 
 
 def swa_full_tokens_ratio(knobs):
-    """--swa-full-tokens-ratio from sglang_extra_args, as the release's parser reads it: a sliding-window model's
-    split (lib/sglang_kvplan/sliding.py). Not a number: given as it is, so the planner refuses it by name."""
+    """--swa-full-tokens-ratio from sglang_extra_args: a sliding-window model's split (lib/sglang_kvplan/sliding.py)."""
+    return _extra_number(knobs, "swa_full_tokens_ratio")
+
+
+def _extra_number(knobs, dest):
+    """A number option of sglang_extra_args as the release's parser reads it (--mamba-full-memory-ratio: the state
+    pool's share, linear.py); None when unset. Not a number: given as it is, so the planner refuses it by name."""
     table = flags.sglang_table(knobs.get("sglang_version") or "")
-    value = extra_args.option_value(table, knobs.get("sglang_extra_args"), "swa_full_tokens_ratio")
+    value = extra_args.option_value(table, knobs.get("sglang_extra_args"), dest)
     try:
         return float(value) if value is not None else None
     except ValueError:

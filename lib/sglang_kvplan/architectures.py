@@ -1,7 +1,8 @@
 """The architectures the planner sizes, by config.json `architectures[0]`, and the families it refuses by name.
 
 The planner's cell formula (model.py) is SGLang's plain pool: MHA/GQA or MLA, every layer full attention, or
-the hybrid sliding-window split (sliding.py) for the architectures in SLIDING. A
+the hybrid sliding-window split (sliding.py) for the architectures in SLIDING, and a state pool beside the KV
+pool (linear.py) for those in LINEAR. A
 checkpoint is planned only when its architecture is in KNOWN: a list of what is known, never a list of refused
 keys, so a new layout (Kimi-Linear's KDA layers slipped past the keys) is refused instead of planned as another.
 Each entry cites the SGLang 0.5.23 model file whose EntryClass serves it (sglang/srt/models/<file>:<line>).
@@ -38,11 +39,14 @@ SLIDING = {
     "GptOssForCausalLM": ("gpt-oss", "models/gpt_oss.py:1446"),
 }
 
+# Hybrid linear-attention models, sized by linear.py: a state pool of request slots beside the KV pool of the
+# full-attention layers (0.5.23 configs/hybrid_arch.py hybrid_gdn_config; mem_cache/kv_cache_configurator.py).
+LINEAR = {
+    "Qwen3NextForCausalLM": ("Qwen3-Next", "models/qwen3_next.py:1316"),
+}
+
 # Families SGLang serves with pools the planner does not model yet: refused by name, with what they need.
 UNSIZED = {
-    "Qwen3NextForCausalLM": ("Qwen3-Next", "models/qwen3_next.py:1316",
-                             "hybrid linear attention (Gated DeltaNet state pools per request slot beside the KV "
-                             "pool, --mamba-full-memory-ratio)"),
     # Qwen3.5's text model is Qwen3-Next's hybrid (configs/hybrid_arch.py hybrid_gdn_config), with a vision encoder
     "Qwen3_5ForConditionalGeneration": ("Qwen3.5", "models/qwen3_5.py:3021",
                                         "hybrid linear attention (Gated DeltaNet state pools per request slot beside "
@@ -106,6 +110,8 @@ def check_architecture(config, release, where="model_config"):
     arch = architecture(config, where)
     if arch is None or arch in KNOWN:
         return arch
+    if arch in LINEAR:
+        return arch  # the release's rule is checked with the rest of the state pool's (linear.check)
     if arch in SLIDING:
         rule = RULES[release]["swa_pool"]
         if rule != "ratio_cell":
@@ -134,7 +140,8 @@ def check_architecture(config, release, where="model_config"):
 
 
 def _known_short():
-    return "Llama, Mistral/Mixtral, Qwen2/Qwen3 (MoE too), DeepSeek-V2/V3/R1, Kimi K2/K2.5/K2.6, Gemma 3, gpt-oss"
+    return ("Llama, Mistral/Mixtral, Qwen2/Qwen3 (MoE too), DeepSeek-V2/V3/R1, Kimi K2/K2.5/K2.6, Gemma 3, gpt-oss, "
+            "Qwen3-Next")
 
 
 def markdown():
@@ -145,6 +152,8 @@ def markdown():
              % (arch, GEMMA3_PLAIN_POOL["0.5.23"]) for arch in sorted(GEMMA3)]
     rows += ["| `%s` | two pools, full and sliding-window (`sliding.py`), from 0.5.11 | `%s` |" % (arch, where)
              for arch, (_, where) in SLIDING.items()]
+    rows += ["| `%s` | a KV pool of its full-attention layers and a state pool of request slots (`linear.py`), "
+             "from 0.5.13 | `%s` |" % (arch, where) for arch, (_, where) in LINEAR.items()]
     rows += ["| `%s` | refused by name: %s | `%s` |" % (arch, needs, where)
              for arch, (_, where, needs) in UNSIZED.items()]
     return "\n".join(rows) + "\n"

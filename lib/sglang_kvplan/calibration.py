@@ -9,6 +9,7 @@ pool, enough to plan a hair short. The pool it logged at a known fraction pins A
 
 import math
 
+from .linear import kv_rest_before_state, state_pool
 from .memory import GIB, draft_loads_before_profile, mm_reserve_gib, pool_tokens
 from .model import cell_bytes
 from .pages import pool_page
@@ -74,14 +75,18 @@ def calibrate(raw_spec, boot):
     # weights from there, and 0.5.23 kept a multimodal reserve out: both are added back to give the target's A.
     before = draft_weights if draft_loads_before_profile(spec) else 0.0
     before += mm_reserve_gib(spec)  # and 0.5.23's reserve for a multimodal checkpoint
-    post = (pool + 0.5) * cell / GIB + pre * (1 - fraction) + before
+    rest = (pool + 0.5) * cell / GIB
+    state = state_pool(spec)
+    if state is not None:  # what the profile had before the state pool took its share (linear.py)
+        rest = kv_rest_before_state(state, rest)
+    post = rest + pre * (1 - fraction) + before
     if pinned:
         post = logged_post
     elif pool_page(spec) == 1 and abs(post - logged_post) > 0.011:
         # The logged A disagrees with the pool by more than its rounding: the cell or the fraction is not
         # what SGLang used (another KV dtype, a draft model, a max_total_tokens cap). Trust the log.
         post = logged_post
-    if pool_tokens(pre, post - before, fraction, cell, pool_page(spec)) > pool:
+    if pool_tokens(pre, post - before, fraction, cell, pool_page(spec), state) > pool:
         post = logged_post
     result = {"pre_load_avail_gib": round(pre, 6), "post_load_avail_gib": round(post, 6),
               "logged_post_load_avail_gib": logged_post, "mem_fraction_static": fraction, "pool_tokens": pool,

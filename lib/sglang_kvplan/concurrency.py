@@ -158,7 +158,7 @@ def alternatives(spec, budget_cls, budget, pool, target, headroom_min, pre):
     knob, wide = wider(spec)
     if knob is not None:
         # twice the GPUs: the weights split over twice as many, the rest of the free memory as it was
-        tokens = budget_cls(wide, pre - (pre - budget.post) / 2).most_tokens(headroom_min)
+        tokens = budget_cls(wide, pre - (pre - budget.post) / 2, pre).most_tokens(headroom_min)
         if tokens > 0:
             lines.append("twice the GPUs (sglang_%s %d): about %s tokens (an estimate): %d at full length, or %s"
                          % (knob, wide[knob], _fmt(tokens), tokens // target,

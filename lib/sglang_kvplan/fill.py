@@ -19,9 +19,9 @@ A first boot short of the headroom (P more than 20 % under the estimate) is re-p
 restarted once (lib/sglang_state/correction.py).
 """
 
-from . import concurrency
-from .memory import FRACTION_LIMIT, floor3, pool_tokens
-from .pages import pool_page
+from . import concurrency, linear
+from .memory import FRACTION_LIMIT, floor3
+from .spec import KVPlanError
 
 # The estimate of P may be this many uncalibrated_margins high before the first boot's headroom falls short.
 P_MARGINS = 2
@@ -34,8 +34,8 @@ def least_pre(spec, pre, calibrated):
 
 def _headroom(budget, pre, post, fraction):
     """GiB left outside what SGLang allocates with no pin at `fraction`, on a GPU with this P and A."""
-    other = type(budget)(budget.spec, post)
-    return other.headroom(pool_tokens(pre, other.profile_post, fraction, other.cell, pool_page(budget.spec)))
+    other = type(budget)(budget.spec, post, pre)
+    return other.headroom(other.pool(fraction), fraction)
 
 
 def fraction_for(spec, budget, pre, calibrated):
@@ -63,14 +63,16 @@ def _kept(spec, pre, budget, needed, draft_tokens):
             spec["max_running_requests"] and spec["max_running_requests"] != boot["max_running_requests"]):
         return None
     fraction, cap = boot["mem_fraction_static"], boot["max_total_tokens"]
-    profiled = pool_tokens(pre, budget.profile_post, fraction, budget.cell, pool_page(spec))
+    profiled = budget.pool(fraction)
     pool = profiled if cap is None else min(profiled, cap)
-    left = budget.headroom(pool)
+    left = budget.headroom(pool, fraction)
     if fraction > FRACTION_LIMIT or pool < needed or (cap is not None and profiled < cap) \
             or left < spec["min_headroom_gib"] - 1e-9:
         return None
     running = boot["max_running_requests"]
     if running // concurrency.attn_dp(spec) > min(concurrency.largest_affordable(spec, left, draft_tokens), pool // 2):
+        return None
+    if budget.state is not None and running > linear.running_cap(budget.state, budget.rest(fraction)):
         return None
     return fraction, cap, pool, left, running
 
@@ -86,14 +88,19 @@ def filled(spec, pre, budget, needed, calibrated, draft_tokens):
                     "note": "pool_policy fill: the flags of the boot this calibration measured (it met the rules, "
                             "and changing them would restart a server that is right)"}
     fraction, sure = fraction_for(spec, budget, pre, calibrated)
-    page = pool_page(spec)
     low = least_pre(spec, pre, calibrated)
-    pool = pool_tokens(pre, budget.profile_post, fraction, budget.cell, page) if fraction else 0
+    pool = budget.pool(fraction) if fraction else 0
     # The pool must hold the target also on the least P the fraction is planned for (with the same weights, A is
     # that much lower too): a host tight enough to miss it there gets the pin, exact for any P and A, rather than
     # a corrective restart (tests/benchmarks/bench_first_boot.py: 7 of 111 simulated ct200s without this).
-    least = type(budget)(spec, budget.post - (pre - low))
-    pool_least = pool_tokens(low, least.profile_post, fraction, least.cell, page) if fraction else 0
+    least = type(budget)(spec, budget.post - (pre - low), low)
+    pool_least = least.pool(fraction) if fraction else 0
+    if pool_least < needed and budget.state is not None:  # the pin frees no state (linear.py): nothing to fall back on
+        raise KVPlanError("context_target %s: where P is as low as %.2f GiB the pool at the highest fraction the "
+                          "headroom allows holds %s tokens beside the state pool; a hybrid linear-attention model is "
+                          "not pinned (its state pool takes its share whatever the pin). Lower sglang_context_target, "
+                          "use more GPUs, or lower --mamba-full-memory-ratio in sglang_extra_args (fewer state "
+                          "slots, more KV)." % (format(needed, ","), low, format(pool_least, ",")))
     if pool_least < needed:
         return {"note": "pool_policy fill: where P is as low as %.2f GiB the pool at the highest fraction the headroom "
                         "allows (%s tokens) would not hold the %s needed: it is pinned to the target instead, as "

@@ -3,12 +3,14 @@
 SGLang sizes the pool once, at startup (model_runner profile_max_num_token, every version 0.4-0.5.23):
     rest_gib = A - P * (1 - mem_fraction_static)      (A less a draft's weights where 0.5.23 loads it first)
     N        = floor(rest_gib * 2**30 / cell_bytes) // page_size * page_size
-P and A are MIN over all ranks, in GiB ("GB" in SGLang's logs is GiB). They are measured by a
+(a hybrid linear-attention model's state pool takes its share of rest_gib first: linear.py). P and A are MIN
+over all ranks, in GiB ("GB" in SGLang's logs is GiB). They are measured by a
 calibration (the 'avail mem' that 'Load weight begin/end' logs), or estimated before the first boot.
 """
 
 import math
 
+from .linear import state_pool
 from .model import attn_tp_size, cell_bytes, mtp_head_gib, mtp_head_weights, text_config
 from .pages import pool_page
 from .spec import KVPlanError
@@ -120,9 +122,12 @@ def fraction_ceiling(pre, min_headroom):
     return min(floor3(1 - min_headroom / pre), FRACTION_LIMIT)
 
 
-def pool_tokens(pre_gib, post_gib, fraction, cell, page_size=1):
-    """SGLang's max_total_num_tokens for these numbers; 0 where SGLang would refuse to start."""
+def pool_tokens(pre_gib, post_gib, fraction, cell, page_size=1, state=None):
+    """SGLang's max_total_num_tokens for these numbers; 0 where SGLang would refuse to start. `state`: a hybrid
+    linear-attention model's state pool (linear.StatePool), which takes its share of the rest first."""
     rest_gib = post_gib - pre_gib * (1 - fraction)
+    if state is not None:
+        rest_gib -= state.gib(rest_gib)
     tokens = int(rest_gib * GIB // cell)
     tokens = tokens // page_size * page_size
     return max(tokens, 0)
@@ -137,7 +142,8 @@ def forward(spec, fraction=None):
     if not 0.0 < float(fraction) < 1.0:
         raise KVPlanError("mem_fraction_static must be between 0 and 1, got %r." % (fraction,))
     pre, post, _, _ = memory(spec)
-    return pool_tokens(pre, profile_post(spec, post), float(fraction), cell_bytes(spec), pool_page(spec))
+    return pool_tokens(pre, profile_post(spec, post), float(fraction), cell_bytes(spec), pool_page(spec),
+                       state_pool(spec))
 
 
 # -- what the headroom is for: the request table, the CUDA graphs, the prefill activations -------------------------

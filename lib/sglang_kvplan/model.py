@@ -11,7 +11,7 @@ Mirrors SGLang's model_runner / pool_configurator (docs/kv-pool-formula.md has t
 
 import math
 
-from . import sliding
+from . import linear, sliding
 from .architectures import GEMMA3, check_architecture
 from .refusals import check_launch, check_lora
 from .releases import ELEM_BYTES, MODEL_FREE_ALGORITHMS, OWN_GEOMETRY_ALGORITHMS, RULES, first_release_with
@@ -97,7 +97,8 @@ def check_geometry(spec):
     # Gemma 3 carries sliding_window/layer_types that the releases it is known on turn off (one plain pool).
     arch = check_architecture(spec["model_config"], spec["_release"])
     # A sliding-window architecture the planner sizes (sliding.py) carries the keys below by design.
-    unsupported = None if arch in GEMMA3 or sliding.layout(spec["model_config"]) else _unsupported_layout(cfg)
+    planned_hybrid = sliding.layout(spec["model_config"]) or linear.layout(spec["model_config"])
+    unsupported = None if arch in GEMMA3 or planned_hybrid else _unsupported_layout(cfg)
     if unsupported:
         raise KVPlanError("model_config: this checkpoint uses %s (config.json has %r), which the planner cannot "
                           "size: its plan would be wrong. Size it by hand with --max-total-tokens, or choose a "
@@ -127,6 +128,7 @@ def check_geometry(spec):
                           % (spec["pp_size"], cfg["num_hidden_layers"], cfg["num_hidden_layers"]))
     check_speculative(spec)
     sliding.check(spec)
+    linear.check(spec)
 
 
 def is_mla(config):
@@ -174,6 +176,8 @@ def target_cell_bytes(spec):
     elem, attn_tp = kv_elem_bytes(config, spec["kv_cache_dtype"]), attn_tp_size(spec)
     if sliding.layout(config):
         return sliding.cell(spec, _own_cell(config, elem, attn_tp, 1), _sliding_layer_bytes(config, elem, attn_tp))
+    if linear.layout(config):  # only the full-attention layers hold KV (linear.py)
+        return _own_cell(config, elem, attn_tp, linear.layout(config)["full"])
     return _own_cell(config, elem, attn_tp, layers_per_stage(config, spec["pp_size"]))
 
 
@@ -330,6 +334,10 @@ def describe_cell(spec):
     dtype = {1: "fp8", 2: "bf16", 4: "fp32"}[elem]
     if is_mla(config):
         return "%s MLA latent KV, replicated on each of %d TP ranks" % (dtype, spec["tp_size"])
+    if linear.layout(config):
+        return ("%s GQA KV of the %d full-attention layers (the %d linear-attention layers keep a state per request "
+                "instead), heads split over attention TP" % (dtype, linear.layout(config)["full"],
+                                                             linear.layout(config)["linear"]))
     if sliding.layout(config):
         full, layers, _ = sliding.layout(config)
         return ("%s GQA KV of %d full-attention layers + --swa-full-tokens-ratio %s x %d sliding-window layers, heads "

@@ -17,6 +17,7 @@ facts say, and trtllm_mla can be chosen on SM12x too, 0.5.9 server_args.py).
 
 import math
 
+from . import linear
 from .model import is_mla, text_config
 
 SM100_MAJOR = 10  # is_sm100_supported: device_capability_majors=[10] (0.5.9 utils/common.py)
@@ -80,7 +81,10 @@ def pool_page(spec):
     every GPU (sm100_default_is_kept)."""
     sm100 = gpu_is_sm100(spec)
     mla = is_mla(spec["model_config"])
-    if not mla and not sm100_default_is_kept(spec):
+    # A hybrid linear-attention model (Qwen3-Next) gets triton on SM100 from its own override, which keeps the page
+    # (0.5.23 arg_groups/model_overrides/qwen3_5.py:17-50; every release 0.5.13-0.5.23 has it, and the real 0.5.23
+    # and 0.5.15 resolvers pick triton, page 1, on a B200: tests/fixtures/sglang_real); linear.py asks for page 1.
+    if linear.layout(spec["model_config"]) or (not mla and not sm100_default_is_kept(spec)):
         return spec["page_size"]
     if sm100 or (sm100 is None and not mla):
         return _sm100_page(spec)
@@ -97,7 +101,7 @@ def pin_granule(spec):
 
 def page_note(spec):
     """A sentence for the plan's assumptions when the pin follows a page the operator did not ask for."""
-    if is_mla(spec["model_config"]) or pin_granule(spec) == spec["page_size"]:
+    if is_mla(spec["model_config"]) or pin_granule(spec) == spec["page_size"] or linear.layout(spec["model_config"]):
         return None
     entry = _sm100_entry(spec)
     if gpu_is_sm100(spec):

@@ -19,7 +19,8 @@ reaches the target (plus a margin while P and A are estimates).
 
 import math
 
-from . import concurrency, fill, sliding
+from . import concurrency, fill, linear, sliding
+from .linear import state_pool
 from .memory import GIB, draft_weights, fraction_ceiling, memory, mm_reserve_gib, pool_tokens, profile_post
 from .model import (
     cell_bytes,
@@ -39,13 +40,15 @@ def _fmt(number):
     return f"{number:,}"
 
 
-def smallest_fraction(pre, post, cell, page_size, tokens, ceiling):
+def smallest_fraction(pre, post, cell, page_size, tokens, ceiling, state=None):
     """Smallest 3-decimal fraction whose profiled pool holds `tokens`, or None above `ceiling`."""
     need_gib = tokens * cell / GIB
+    # with a state pool the KV gets about rest / (1 + m): start there, the loop below finds the exact step
+    need_gib *= 1 + state.ratio if state is not None else 1
     raw = 1 - (post - need_gib) / pre
     fraction = max(math.ceil(round(raw * 1000, 6)) / 1000, 0.001)
     # The float formula can land a hair short after rounding; step up until SGLang's own sum agrees.
-    while fraction <= ceiling and pool_tokens(pre, post, fraction, cell, page_size) < tokens:
+    while fraction <= ceiling and pool_tokens(pre, post, fraction, cell, page_size, state) < tokens:
         fraction = round(fraction + 0.001, 3)
     return fraction if fraction <= ceiling else None
 
@@ -150,21 +153,41 @@ def _beyond_native_window(spec, window):
 class Budget:
     """Where one GPU's memory goes after the weights load: A = pool + draft extras + headroom."""
 
-    def __init__(self, spec, post):
+    def __init__(self, spec, post, pre=None):
         self.spec = spec
         self.post = post
+        self.pre = pre  # P: a state pool's share depends on the fraction's rest (linear.py)
         self.profile_post = profile_post(spec, post)  # what the profile starts from
         self.cell = cell_bytes(spec)
         self.side_cell = separate_draft_cell_bytes(spec)
         self.draft_weights, self.draft_note = draft_weights(spec)
         self.mm_reserve = mm_reserve_gib(spec)  # 0.5.23's multimodal embedding cache, allocated after the pool
+        self.state = state_pool(spec)  # a hybrid linear-attention model's state slots, else None
 
-    def headroom(self, pool):
-        """GiB left outside everything SGLang allocates for `pool` tokens (graphs, activations, NCCL)."""
-        return self.post - pool * (self.cell + self.side_cell) / GIB - self.draft_weights - self.mm_reserve
+    def rest(self, fraction):
+        """What SGLang profiles at `fraction`: A - (1 - f) x P, less what is loaded or kept before it."""
+        return self.profile_post - self.pre * (1 - fraction)
+
+    def state_gib(self, fraction):
+        """GiB of the state pool at `fraction` (0 without one)."""
+        return self.state.gib(self.rest(fraction)) if self.state is not None else 0.0
+
+    def pool(self, fraction):
+        """SGLang's unpinned pool at `fraction`."""
+        return pool_tokens(self.pre, self.profile_post, fraction, self.cell, pool_page(self.spec), self.state)
+
+    def headroom(self, pool, fraction=None):
+        """GiB left outside everything SGLang allocates for `pool` tokens (graphs, activations, NCCL); with a state
+        pool, at the fraction that sizes it (its share does not follow the pool)."""
+        if self.state is not None and fraction is None:
+            raise KVPlanError("planner defect: the headroom of a model with a state pool needs its fraction")
+        return (self.post - pool * (self.cell + self.side_cell) / GIB - self.draft_weights - self.mm_reserve
+                - self.state_gib(fraction))
 
     def most_tokens(self, headroom):
-        """The largest pool that leaves `headroom` GiB."""
+        """The largest pool that leaves `headroom` GiB (unpinned where a state pool is sized from the rest)."""
+        if self.state is not None:
+            return self.pool(fraction_ceiling(self.pre, headroom))
         spare = self.post - self.draft_weights - self.mm_reserve - headroom
         page = pool_page(self.spec)
         return max(int(spare * GIB // (self.cell + self.side_cell)) // page * page, 0)
@@ -182,7 +205,8 @@ def _infeasible(spec, budget, pre, required, calibrated, native_note):
     headroom = spec["min_headroom_gib"]
     # The most that fits: within the headroom, and within what the profile reaches at the highest fraction.
     ceiling = pinned_fraction(spec, pre, headroom)
-    profiled = pool_tokens(pre, budget.profile_post, ceiling, budget.cell, pool_page(spec)) if ceiling > 0 else 0
+    profiled = pool_tokens(pre, budget.profile_post, ceiling, budget.cell, pool_page(spec), budget.state) \
+        if ceiling > 0 else 0
     reserve = headroom
     if spec["pool_policy"] != "fraction" and ceiling > 0:  # as _pinned asks: the floored fraction's reserve too
         reserve = max(headroom, (1 - ceiling) * _upper_memory(spec, pre))
@@ -192,10 +216,12 @@ def _infeasible(spec, budget, pre, required, calibrated, native_note):
     largest = limit - _draft_extra_tokens(spec)
     fixes = []
     if spec["kv_cache_dtype"] not in ("fp8_e4m3", "fp8_e5m2"):
-        fp8 = Budget(dict(spec, kv_cache_dtype="fp8_e4m3"), budget.post)
-        if fp8.cell < budget.cell and fp8.headroom(required) >= headroom and concurrency.launches(fp8.spec):
+        fp8 = Budget(dict(spec, kv_cache_dtype="fp8_e4m3"), budget.post, pre)
+        at = ceiling if fp8.state is not None else None  # a state pool's share: at the highest fraction
+        if fp8.cell < budget.cell and fp8.headroom(required, at) >= headroom and concurrency.launches(fp8.spec) \
+                and (fp8.state is None or fp8.pool(ceiling) >= required):
             fixes.append("set sglang_kv_cache_dtype: fp8_e4m3 (%s B/token instead of %s): %s tokens fit, leaving "
-                         "%.2f GiB" % (_fmt(fp8.cell), _fmt(budget.cell), _fmt(target), fp8.headroom(required)))
+                         "%.2f GiB" % (_fmt(fp8.cell), _fmt(budget.cell), _fmt(target), fp8.headroom(required, at)))
     if largest > 0 and concurrency.launches(dict(spec, context_target=largest)):  # each fix passes the launch check
         fixes.append("lower sglang_context_target to at most %s, the most that fits as configured" % _fmt(largest))
     wider_post = pre - (pre - budget.post) / 2
@@ -205,7 +231,7 @@ def _infeasible(spec, budget, pre, required, calibrated, native_note):
                      "about %s tokens would fit (an estimate; the run measures it)"
                      % (wider_knob, wider[wider_knob], wider["tp_size"] * wider["pp_size"],
                         "and layers" if wider_knob == "pp_size" else "and heads",
-                        _fmt(Budget(wider, wider_post).most_tokens(headroom))))
+                        _fmt(Budget(wider, wider_post, pre).most_tokens(headroom))))
     draft = ""
     if spec["speculative"]:
         draft = " The %s draft takes %s B/token%s and %.2f GiB of weights per GPU." % (
@@ -262,7 +288,7 @@ def plan(raw_spec):
                           "for a plan: the longest prompt + completion, in tokens, one request may use.")
     release = spec["_release"]
     pre, post, calibrated, assumptions = memory(spec)
-    budget = Budget(spec, post)
+    budget = Budget(spec, post, pre)
     page = pool_page(spec)  # the page SGLang will really use (pages.py), which floors the pool
     window, override = context_window(spec)  # the model's window, or the one sglang_rope_scaling gives it
     native_note = _beyond_native_window(spec, window)
@@ -282,10 +308,11 @@ def plan(raw_spec):
         margin = 0.0 if calibrated else spec["uncalibrated_margin"]
         required = _round_up(math.ceil(round(needed * (1 + margin), 6)), page)
         post_p = budget.profile_post
-        fraction = smallest_fraction(pre, post_p, budget.cell, page, required, fraction_ceiling(pre, headroom_min))
-        if fraction is None or budget.headroom(pool_tokens(pre, post_p, fraction, budget.cell, page)) < headroom_min:
+        fraction = smallest_fraction(pre, post_p, budget.cell, page, required, fraction_ceiling(pre, headroom_min),
+                                     budget.state)
+        if fraction is None or budget.headroom(budget.pool(fraction), fraction) < headroom_min:
             _infeasible(spec, budget, pre, required, calibrated, native_note)
-        pool = pool_tokens(pre, post_p, fraction, budget.cell, page)
+        pool = budget.pool(fraction)
         if not calibrated:
             assumptions.append("uncalibrated_margin %.2f: the pool is planned for %s tokens, not %s"
                                % (margin, _fmt(required), _fmt(needed)))
@@ -316,11 +343,13 @@ def plan(raw_spec):
                            "sglang_version %s, as asked; check the first boot's pool against the plan"
                            % (spec["pool_rules"], release, spec["version"] or "(unset)"))
 
-    left = budget.headroom(pool)
+    left = budget.headroom(pool, fraction)
     draft_tokens = _draft_extra_tokens(spec)
     # An unpinned pool's headroom is (1 - f) x P: the concurrency is afforded from the least P may be (fill.py).
     running, running_why = concurrency.running_requests(
         spec, pool, min(left, filled.get("sure_headroom") or left), draft_tokens)
+    if budget.state is not None:  # each request holds state slots: SGLang caps the requests by them (linear.py)
+        running, running_why = linear.cap_running(budget.state, budget.rest(fraction), running, running_why)
     if filled.get("running"):
         running, running_why = filled["running"], "as the boot this plan keeps ran it (the same pool and target)"
     per_table = max(running // concurrency.attn_dp(spec), 1)
@@ -351,7 +380,8 @@ def plan(raw_spec):
         "headroom_parts": parts,
         "tradeoff": concurrency.tradeoff(spec, pool, per_table, running_why, parts, concurrency.alternatives(
             spec, Budget, budget, pool, target, headroom_min, pre)) + fill.tradeoff(filled, pool, needed, budget.cell)
-        + sliding.tradeoff(spec, pool, page),
+        + sliding.tradeoff(spec, pool, page)
+        + linear.tradeoff(spec, budget.state, budget.rest(fraction), running),
         "predicted_pool_tokens": pool,
         "required_pool_tokens": required,
         "headroom_gib": round(left, 3),
@@ -380,6 +410,9 @@ def plan(raw_spec):
     }
     if sliding.layout(spec["model_config"]):
         result["sliding_window_pool_tokens"] = sliding.sliding_tokens(spec, pool, page)
+    if budget.state is not None:
+        result.update(state_slots=budget.state.slots(budget.rest(fraction)),
+                      state_gib=round(budget.state_gib(fraction), 3))
     if spec["nnodes"] > 1:
         # Only for a server across nodes, so a one-node plan stays the dict it always was.
         result.update(nnodes=spec["nnodes"], node_rank=spec["node_rank"], limiting_node=spec["limiting_node"])

@@ -79,6 +79,10 @@ _KEYS = {
     # release's default), and --disable-radix-cache, under which 0.5.15+ sizes the sliding pool another way.
     "swa_full_tokens_ratio": ("ratio", None),
     "disable_radix_cache": ("bool", False),
+    # A hybrid linear-attention model's state pool (linear.py): --mamba-full-memory-ratio from sglang_extra_args
+    # (None: the release's default), and the sglang_extra_args item that sizes the state another way, refused.
+    "mamba_full_memory_ratio": ("pos_float", None),
+    "mamba_option": ("str_or_none", None),
     # The RoPE scaling the model card documents, to serve past the model's window (rope.py); {} or None: none.
     "rope_scaling": ("rope_scaling", None),
     # The flags of the boot a stored calibration measured (fill.py keeps them while that boot met the rules).
@@ -102,6 +106,8 @@ _DERIVED = {
     "chunked_prefill_size": "--chunked-prefill-size in sglang_extra_args",
     "swa_full_tokens_ratio": "--swa-full-tokens-ratio in sglang_extra_args",
     "disable_radix_cache": "--disable-radix-cache in sglang_extra_args",
+    "mamba_full_memory_ratio": "--mamba-full-memory-ratio in sglang_extra_args",
+    "mamba_option": "--max-mamba-cache-size or --mamba-ssm-dtype in sglang_extra_args",
     "graph_gib": "sglang_calibration's graph_gib, measured by a boot",
     "boot_flags": "the stored calibration's boot_flags, the flags of the boot it measured",
 }

@@ -36,6 +36,9 @@ every rule records the file (under the wheel) it was read from. Detectors, one p
   (ModelRunner.set_num_tokens_hybrid_swa: a cell over every layer, --max-total-tokens caps that count, and the split
   comes after it); swa_full_tokens_ratio: the release's default --swa-full-tokens-ratio (a field's default, or its
   `fallback=` where the field is resolvable).
+- state_pool: how a hybrid linear-attention model's state slots are made of their budget (rest x m / (1 + m)):
+  'padded_slot' (0.5.17+: K = int((budget - s) // s) and a padding slot), 'plain' (0.5.13-0.5.16: K =
+  int(budget // s)) or None (another way, not read); mamba_full_memory_ratio: the release's default m.
 - speculative_algorithms, kv_cache_dtypes: from the release's flag table (extract_flags.py).
 - torch, torch_cuda, min_driver_branch: the wheel's METADATA (`torch==`, `cuda-python` pin; CUDA 12.9 needs
   driver branch 575, CUDA 13.0 branch 580, NVIDIA's CUDA toolkit release notes).
@@ -117,17 +120,39 @@ def swa_pool(source):
     raise RuleError("%s: no sliding-window pool split the detector knows" % configurator)
 
 
-def swa_ratio_default(source):
+def state_pool(source):
+    for rel in (SRT + "mem_cache/kv_cache_configurator.py", SRT + "model_executor/model_runner_kv_cache_mixin.py"):
+        text = source.read(rel) or ""
+        if "mamba_full_memory_ratio" not in text:
+            continue
+        # the slots made of the budget, and the memory they take (both must be the rule's)
+        if re.search(r"\(mamba_budget_bytes(?: - replayssm_fixed_bytes)? - per_slot\)\s*//\s*per_slot", text) \
+                and re.search(r"mamba_state_memory = \(\s*\(get_schedule\(\)\.max_mamba_cache_size \+ 1\)", text):
+            return "padded_slot", rel
+        if "int(mamba_budget_bytes // per_req)" in text and re.search(
+                r"mamba_state_memory = \(\s*server_args\.max_mamba_cache_size\s*\*\s*"
+                r"config\.mamba2_cache_params\.mamba_cache_per_req", text):
+            return "plain", rel
+        return None, rel
+    raise RuleError("no mamba_full_memory_ratio split in mem_cache/ or model_executor/")
+
+
+def _field_default(source, name):
+    """A ServerArgs field's default: `name: type = value`, or `fallback=`/`] = value` of its A[...] block."""
     for rel in [SRT + "server_args.py"] + sorted(n for n in source._zip.namelist()
                                                  if n.startswith(SRT + "arg_groups/fields/")):
         text = source.read(rel) or ""
-        found = re.search(r"\n    swa_full_tokens_ratio:(.*?)\n    [a-z_]+:", text, re.S)
+        found = re.search(r"\n    %s:(.*?)\n    [a-z_]+:" % name, text, re.S)
         if not found:
             continue
         value = re.search(r"fallback=([0-9.]+)", found.group(1)) or re.search(r"=\s*([0-9.]+)\s*$", found.group(1))
         if value:
             return float(value.group(1)), rel
-    raise RuleError("no default for swa_full_tokens_ratio in server_args.py or arg_groups/fields/")
+    raise RuleError("no default for %s in server_args.py or arg_groups/fields/" % name)
+
+
+def swa_ratio_default(source):
+    return _field_default(source, "swa_full_tokens_ratio")
 
 
 def _env_int(source, name):
@@ -337,6 +362,9 @@ def rules(path):
     out["forced_pages"] = forced_pages(source)
     out["swa_pool"], out["swa_pool_source"] = swa_pool(source)
     out["swa_full_tokens_ratio"], out["swa_full_tokens_ratio_source"] = swa_ratio_default(source)
+    out["state_pool"], out["state_pool_source"] = state_pool(source)
+    out["mamba_full_memory_ratio"], out["mamba_full_memory_ratio_source"] = _field_default(
+        source, "mamba_full_memory_ratio")
     out["launch_refusals"] = launch_refusals(source)
     out["dflash_draft_backend"], out["dflash_draft_backend_source"] = dflash_draft_backend(source, algorithms)
     out["sm100_default_with_dflash"], out["sm100_default_with_dflash_source"] = sm100_default_with_dflash(source)

@@ -10,7 +10,7 @@ import zipfile
 
 import pytest
 import sglang_kvplan as kv
-from sglang_kvplan.architectures import KNOWN, SLIDING
+from sglang_kvplan.architectures import KNOWN, LINEAR, SLIDING
 
 H200 = {"gpu_memory_mib": 143_771, "context_target": 32_768, "version": "0.5.23", "pool_policy": "target"}
 
@@ -55,7 +55,6 @@ def test_kimi_linear_is_refused_by_name():
 
 
 @pytest.mark.parametrize("arch, family, need", [
-    ("Qwen3NextForCausalLM", "Qwen3-Next", "hybrid linear attention"),
     ("Qwen3_5MoeForConditionalGeneration", "Qwen3.5 MoE", "Gated DeltaNet"),
     ("NemotronHForCausalLM", "Nemotron-H", "Mamba"),
     ("DeepseekV32ForCausalLM", "DeepSeek-V3.2", "indexer"),
@@ -90,7 +89,7 @@ def test_the_architecture_decides_before_the_keys():
 def test_every_preset_names_a_known_architecture():
     for name, preset in kv.load_presets().items():
         archs = preset["config"]["architectures"]
-        assert archs[0] in KNOWN or archs[0] in SLIDING, name
+        assert archs[0] in KNOWN or archs[0] in SLIDING or archs[0] in LINEAR, name
 
 
 def test_gemma3_27b_on_h200_at_0_5_23_is_one_plain_pool():
@@ -145,9 +144,9 @@ def test_each_release_turns_hybrid_swa_off_for_gemma3_at_the_cited_lines(release
 
 
 def _cited():
-    from sglang_kvplan.architectures import SLIDING, UNSIZED
+    from sglang_kvplan.architectures import UNSIZED
     out = [(arch, where) for arch, where in KNOWN.items()]
-    out += [(arch, entry[1]) for table in (SLIDING, UNSIZED) for arch, entry in table.items()]
+    out += [(arch, entry[1]) for table in (SLIDING, LINEAR, UNSIZED) for arch, entry in table.items()]
     return out
 
 

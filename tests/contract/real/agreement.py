@@ -74,9 +74,11 @@ def pools_disagreement(expected, real):
     sized = real.get("pools") or {"error": "the driver sized no pools"}
     if "error" in sized:
         return ["pools: the release's configurator failed: %s" % sized["error"]]
-    if (planned["full"], planned["sliding"]) != (sized["full"], sized["sliding"]):
-        return ["pools: planned %s full + %s sliding tokens, SGLang's %s sizes %s + %s"
-                % (planned["full"], planned["sliding"], sized["configurator"], sized["full"], sized["sliding"])]
+    keys = sorted(planned)  # full and sliding tokens, or full tokens, state slots and the running requests kept
+    if [planned[k] for k in keys] != [sized.get(k) for k in keys]:
+        return ["pools: planned %s, SGLang's %s sizes %s" % (
+            ", ".join("%s %s" % (k, planned[k]) for k in keys), sized.get("configurator"),
+            ", ".join("%s %s" % (k, sized.get(k)) for k in keys))]
     return []
 
 

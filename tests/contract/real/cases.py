@@ -66,6 +66,12 @@ MODELS = {
     # the release's own configurator (driver.py real_pools)
     "gpt-oss-120b": _preset("gpt-oss-120b", model_type="gpt_oss", vocab_size=201088, num_local_experts=128,
                             num_experts_per_tok=4, intermediate_size=2880),
+    # Qwen3-Next-80B-A3B: hybrid linear attention (lib/sglang_kvplan/linear.py); the driver sizes its state and KV
+    # pools and the running requests with the release's own code (pools_real.py)
+    "qwen3-next-80b-a3b": _preset("qwen3-next-80b-a3b", model_type="qwen3_next", vocab_size=151936, num_experts=512,
+                                  num_experts_per_tok=10, moe_intermediate_size=512,
+                                  shared_expert_intermediate_size=512, intermediate_size=5120,
+                                  partial_rotary_factor=0.25, rope_theta=10000000),
     # A small Llama as a STANDALONE draft (Llama-3.2-1B's geometry).
     "llama-3.2-1b": dict(_preset("llama-3.1-8b", model_type="llama", vocab_size=128256), num_hidden_layers=16,
                          hidden_size=2048, num_attention_heads=32, head_dim=64),
@@ -164,6 +170,14 @@ MATRIX = [
           extra_args=["--swa-full-tokens-ratio", "0.5"]),
     _case("gpt-oss-tp2-fp8-sm120", "sm120", "gpt-oss-120b", tp_size=2, context_target=131072,
           kv_cache_dtype="fp8_e4m3"),
+    # Qwen3-Next-80B-A3B (a state pool beside the KV pool): filled on H200 and B200, planned by fraction, and with
+    # another --mamba-full-memory-ratio
+    _case("qwen3-next-tp2-fill-h200", "h200", "qwen3-next-80b-a3b", tp_size=2, context_target=262144),
+    _case("qwen3-next-tp4-fill-b200", "b200", "qwen3-next-80b-a3b", tp_size=4, context_target=262144),
+    _case("qwen3-next-tp4-fraction-h100", "h100", "qwen3-next-80b-a3b", tp_size=4, context_target=131072,
+          pool_policy="fraction"),
+    _case("qwen3-next-ratio05-h200", "h200", "qwen3-next-80b-a3b", tp_size=2, context_target=262144,
+          extra_args=["--mamba-full-memory-ratio", "0.5"]),
 ]
 
 RELEASES = ("0.5.23", "0.5.15")
@@ -233,15 +247,24 @@ def expected(spec, result):
             "draft_tokens": plan_module._draft_extra_tokens(spec_module.normalize_spec(spec)),
             # what the headroom's prefill activations are sized for (memory.py chunked_prefill_tokens)
             "chunked_prefill_size": memory.chunked_prefill_tokens(spec_module.normalize_spec(spec)),
-            # a sliding-window model's two pools, for the memory the plan was made from (driver.py real_pools)
-            "pools": ({"full": plan["predicted_pool_tokens"], "sliding": plan["sliding_window_pool_tokens"]}
-                      if "sliding_window_pool_tokens" in plan else None)}
+            # a sliding-window model's two pools, or a linear-attention model's KV pool and state slots, for the
+            # memory the plan was made from (pools_real.py)
+            "pools": _pools(plan)}
+
+
+def _pools(plan):
+    if "sliding_window_pool_tokens" in plan:
+        return {"full": plan["predicted_pool_tokens"], "sliding": plan["sliding_window_pool_tokens"]}
+    if "state_slots" in plan:
+        return {"full": plan["predicted_pool_tokens"], "state_slots": plan["state_slots"],
+                "running": plan["max_running_requests"]}
+    return None
 
 
 def probe(spec, plan):
     """The memory a sliding-window plan was made from (P and the A the profile starts from, GiB, unrounded), which
     the driver gives the release's own pool configurator; None for other models."""
-    if "sliding_window_pool_tokens" not in plan:
+    if _pools(plan) is None:
         return None
     normalized = spec_module.normalize_spec(spec)
     pre, post, _, _ = memory.memory(normalized)

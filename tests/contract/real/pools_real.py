@@ -36,11 +36,11 @@ def real_pools(args, values, probe):
         return values[name] if name in values else getattr(args, name)
 
     model_config = ModelConfig.from_server_args(args)
-    if not model_config.is_hybrid_swa:
-        return {"full": None, "sliding": None, "configurator": "not hybrid SWA"}
     page = field("page_size") or 1
-    budget = int((probe["profile_avail_gib"] - probe["pre_load_avail_gib"] * (1 - field("mem_fraction_static")))
-                 * (1 << 30))
+    rest = probe["profile_avail_gib"] - probe["pre_load_avail_gib"] * (1 - field("mem_fraction_static"))
+    if not model_config.is_hybrid_swa:
+        return state_pools(args, field, model_config, rest, page)
+    budget = int(rest * (1 << 30))
     runner = types.SimpleNamespace(
         model_config=model_config, kv_cache_dtype=kv_dtype(model_config, field("kv_cache_dtype")),
         kv_cache_dtype_str=field("kv_cache_dtype"), is_hybrid_swa=True, is_draft_worker=False,
@@ -79,3 +79,90 @@ def real_pools(args, values, probe):
             config = configurator.calculate_pool_sizes_from_max_tokens(constrained, page)
     return {"full": config.full_max_total_num_tokens, "sliding": config.swa_max_total_num_tokens,
             "configurator": type(configurator).__name__, "budget_bytes": budget}
+
+
+def _runner(args, field, model_config, page):
+    """The attributes a KV-cache configurator (0.5.22+) or a ModelRunner (0.5.15) reads, from the real config."""
+    import types
+
+    from sglang.srt.speculative.spec_info import SpeculativeAlgorithm
+
+    runner = types.SimpleNamespace(
+        model_config=model_config, kv_cache_dtype=kv_dtype(model_config, field("kv_cache_dtype")),
+        kv_cache_dtype_str=field("kv_cache_dtype"), is_hybrid_swa=False, is_draft_worker=False, page_size=page,
+        pp_size=field("pp_size"), server_args=args, attn_dp_size=1, dp_size=field("dp_size"),
+        fused_entry_bytes=lambda name: None, extra_mamba_cache_bytes_per_req=0, use_mla_backend=False,
+        spec_algorithm=SpeculativeAlgorithm.from_string(field("speculative_algorithm")),
+        start_layer=0, end_layer=model_config.num_hidden_layers, num_effective_layers=model_config.num_hidden_layers,
+        layer_info=types.SimpleNamespace(start_layer=0, end_layer=model_config.num_hidden_layers,
+                                         num_effective_layers=model_config.num_hidden_layers))
+    return runner
+
+
+def state_pools(args, field, model_config, rest, page):
+    """A hybrid linear-attention model: the state slots, the KV pool and the running requests, each by the release's
+    own function (0.5.22+ KVCacheConfigurator._handle_max_mamba_cache, config_from_budget, resolve_max_num_reqs;
+    0.5.15 ModelRunner handle_max_mamba_cache, its configurator and _resolve_max_num_reqs), from the rest
+    A - P x (1 - f) as _profile_available_bytes computes it before it calls them."""
+    import types
+
+    from sglang.srt.model_executor import pool_configurator as pc
+
+    runner = _runner(args, field, model_config, page)
+    try:
+        from sglang.srt.configs.hybrid_arch import mambaish_config
+    except ImportError:  # 0.5.15: a ModelRunner property (the Gated DeltaNet family's, for Qwen3-Next)
+        from sglang.srt.model_executor.model_runner import ModelRunner
+
+        runner.mambaish_config = ModelRunner.hybrid_gdn_config.fget(runner)
+    else:
+        runner.mambaish_config = mambaish_config(model_config)
+    if runner.mambaish_config is None:
+        return {"error": "not a hybrid linear-attention model for this release"}
+    try:
+        from sglang.srt import runtime_context
+    except ImportError:
+        runtime_context = None
+    if runtime_context is not None and hasattr(runtime_context, "publish"):  # 0.5.22+
+        from sglang.srt.configs import hybrid_arch
+        from sglang.srt.mem_cache.kv_cache_configurator import KVCacheConfigurator
+
+        runtime_context.publish(args, role="scheduler")
+        runner.hybrid_gdn_config = hybrid_arch.hybrid_gdn_config(model_config)
+        runner.hybrid_kda_config = hybrid_arch.hybrid_kda_config(model_config)
+        for name in ("config_from_budget", "_apply_token_constraints", "_handle_max_mamba_cache",
+                     "_calculate_mamba_ratio", "resolve_max_num_reqs"):
+            setattr(runner, name, types.MethodType(getattr(KVCacheConfigurator, name), runner))
+        kv_rest = runner._handle_max_mamba_cache(rest)
+        config = runner.config_from_budget(int(kv_rest * (1 << 30)))
+        running = runner.resolve_max_num_reqs(config.max_total_num_tokens)
+        slots = runtime_context.get_schedule().max_mamba_cache_size
+        configurator = pc.create_memory_pool_configurator(runner)
+    else:  # 0.5.15
+        from sglang.srt.layers.dp_attention import compute_dp_attention_world_info
+        from sglang.srt.model_executor.model_runner_kv_cache_mixin import ModelRunnerKVCacheMixin
+
+        attn_tp = compute_dp_attention_world_info(field("enable_dp_attention"), 0, field("tp_size"),
+                                                  field("dp_size"))[1]
+        pc.get_attention_tp_size = lambda: attn_tp
+        import sglang.srt.configs.qwen3_next as qwen3_next_config
+
+        if hasattr(qwen3_next_config, "get_attention_tp_size"):
+            qwen3_next_config.get_attention_tp_size = lambda: attn_tp
+        import sglang.srt.layers.dp_attention as dp_attention
+
+        dp_attention.get_attention_tp_size = lambda: attn_tp
+        runner.mem_fraction_static = field("mem_fraction_static")
+        for name in ("handle_max_mamba_cache", "_apply_token_constraints", "_calculate_mamba_ratio",
+                     "_resolve_max_num_reqs"):
+            setattr(runner, name, types.MethodType(getattr(ModelRunnerKVCacheMixin, name), runner))
+        kv_rest = runner.handle_max_mamba_cache(rest)
+        configurator = pc.create_memory_pool_configurator(runner)
+        config = configurator.calculate_pool_sizes(int(kv_rest * (1 << 30)), page)
+        constrained = runner._apply_token_constraints(config.max_total_num_tokens)
+        if constrained != config.max_total_num_tokens:
+            config = configurator.calculate_pool_sizes_from_max_tokens(constrained, page)
+        running = runner._resolve_max_num_reqs(config.max_total_num_tokens)
+        slots = args.max_mamba_cache_size
+    return {"full": config.max_total_num_tokens, "state_slots": slots, "running": running,
+            "configurator": type(configurator).__name__, "kv_rest_gib": kv_rest}

@@ -16,10 +16,15 @@ utils/common.py device_capability_majors=[10]) with no --attention-backend:
   SM100 forces 128 (0.5.23 arg_groups/overrides.py _fa4_page_constraint).
 - MLA of the DeepSeek family (0.5.9 server_args.py model_arch list; 0.5.23 model_overrides/deepseek_v2.py):
   trtllm_mla, which keeps 32/64 and turns any other page into 64; other MLA models get flashinfer (page kept).
+- The Qwen3-Next family (hybrid Gated DeltaNet): triton by its own override, page kept (0.5.13 server_args.py,
+  0.5.23 arg_groups/model_overrides/qwen3_5.py:17-50 `sm100_default_attn_backend = "triton"`; the real 0.5.23 and
+  0.5.15 resolvers pick it on a B200 with the defaults).
 Elsewhere (SM90, SM120, ...) the page asked for is kept.
 """
 
 from sglang import _double_gpu as sim
+
+HYBRID_GDN = ("Qwen3NextForCausalLM", "Qwen3_5MoeForConditionalGeneration", "Qwen3_5ForConditionalGeneration")
 
 DEEPSEEK_FAMILY = {
     "0.5.9": ("DeepseekV3ForCausalLM", "KimiK25ForConditionalGeneration", "MistralLarge3ForCausalLM",
@@ -60,6 +65,8 @@ def default_backend(args, config, gpu, release, rules):
     if args.attention_backend is not None or not _is_sm100(gpu):
         return args.attention_backend
     cfg = sim.language_config(config)
+    if (config.get("architectures") or [None])[0] in HYBRID_GDN and not args.speculative_algorithm:
+        return "triton"
     if cfg.get("kv_lora_rank"):
         arch = (config.get("architectures") or [None])[0]
         return "trtllm_mla" if arch in DEEPSEEK_FAMILY[release] else "flashinfer"

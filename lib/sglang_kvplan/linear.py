@@ -1,0 +1,201 @@
+"""A hybrid linear-attention model's state pool (Qwen3-Next), as SGLang 0.5.13 and newer size it.
+
+Its Gated DeltaNet layers keep no KV: each request holds one state per layer in a slot of a second pool, sized
+before the KV pool from the same rest (0.5.23 mem_cache/kv_cache_configurator.py _handle_max_mamba_cache
+:3230-3408; 0.5.15 model_executor/model_runner_kv_cache_mixin.py handle_max_mamba_cache; releases/rules.json
+`state_pool`, read from each wheel):
+
+    rest   = A - P x (1 - f)                                 (GiB, as for any model)
+    budget = rest x m / (1 + m)                              (m = --mamba-full-memory-ratio, rules.json's 0.9)
+    K      = int((budget - s) // s), state = (K + 1) x s     ('padded_slot', 0.5.17+: a padding slot)
+    K      = int(budget // s),       state = K x s           ('plain', 0.5.13-0.5.16)
+    pool   = floor((rest - state) / cell) // page x page     (the cell over the full-attention layers only:
+                                                              0.5.23 model_executor/pool_configurator.py:227-236)
+
+s is one request's state on one GPU: per linear layer, the conv state (conv_dim / TP) x (kernel - 1) in bf16 and
+the recurrent state (value heads / TP) x value_dim x key_dim in fp32 (configs/qwen3_next.py mamba2_cache_params,
+configs/mamba_utils.py Mamba2StateShape.create and mamba_cache_per_req; conv_dim = value heads x value_dim +
+2 x key heads x key_dim). A request holds up to 3 + 2 slots (MAMBA_CACHE_SIZE_MAX_RUNNING_REQUESTS_RATIO and the
+extra buffer's tracking slots with the overlap schedule, 0.5.13-0.5.23), so --max-running-requests is planned at
+most K // 5: SGLang caps it at K // its own ratio otherwise (resolve_max_num_reqs).
+
+The state takes its share of the rest whatever --max-total-tokens says, so a pin frees only KV: the planner plans
+these models unpinned (pool_policy fill or fraction). Not modelled, so refused by name: a speculative draft (it
+reserves intermediate states per draft token), pipeline stages, DP attention, --disable-radix-cache and
+--max-mamba-cache-size (the state pool then follows those instead), --mamba-ssm-dtype and mamba_ssm_dtype in the
+checkpoint other than float32.
+"""
+
+import math
+
+from .architectures import LINEAR, architecture
+from .spec import KVPlanError
+
+GIB = 1 << 30
+SLOTS_PER_REQUEST = 5  # 3 + the extra buffer's 2 tracking slots with the overlap schedule (the most a request holds)
+CONV_BYTES, STATE_BYTES = 2, 4  # bf16 conv state (SGLANG_MAMBA_CONV_DTYPE's default), fp32 recurrent state
+_FIELDS = ("full_attention_interval", "linear_num_key_heads", "linear_num_value_heads", "linear_key_head_dim",
+           "linear_value_head_dim", "linear_conv_kernel_dim", "num_hidden_layers")
+
+
+def layout(config):
+    """{full, linear: layer counts, and the linear layers' geometry} for a LINEAR architecture, else None."""
+    if architecture(config) not in LINEAR:
+        return None
+    out = {}
+    for name in _FIELDS:
+        value = config.get(name)
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise KVPlanError("model_config: %r must be a positive whole number in this hybrid linear-attention "
+                              "model's config.json, got %r. Stage the checkpoint's config.json again." % (name, value))
+        out[name] = value
+    if out["linear_conv_kernel_dim"] < 2:
+        raise KVPlanError("model_config: linear_conv_kernel_dim %d keeps no conv state; stage the checkpoint's "
+                          "config.json again." % out["linear_conv_kernel_dim"])
+    # SGLang's layers_block_type (configs/qwen3_next.py): layer l is full attention when (l + 1) % interval == 0
+    layers, interval = out["num_hidden_layers"], out["full_attention_interval"]
+    out["full"] = sum(1 for layer in range(layers) if (layer + 1) % interval == 0)
+    out["linear"] = layers - out["full"]
+    if not out["full"] or not out["linear"]:
+        raise KVPlanError("model_config: full_attention_interval %d over %d layers leaves %d full-attention and %d "
+                          "linear layers; the planner sizes a model with both." % (interval, layers, out["full"],
+                                                                                   out["linear"]))
+    return out
+
+
+def state_bytes(config, attn_tp):
+    """One request's state on one GPU, over every linear layer (SGLang's mamba_cache_per_req)."""
+    geo = layout(config)
+    key_heads, value_heads = geo["linear_num_key_heads"], geo["linear_num_value_heads"]
+    conv_dim = value_heads * geo["linear_value_head_dim"] + 2 * key_heads * geo["linear_key_head_dim"]
+    conv = conv_dim // attn_tp * (geo["linear_conv_kernel_dim"] - 1) * CONV_BYTES
+    state = value_heads // attn_tp * geo["linear_value_head_dim"] * geo["linear_key_head_dim"] * STATE_BYTES
+    return (conv + state) * geo["linear"]
+
+
+class StatePool:
+    """The state pool of one GPU: per-request bytes, --mamba-full-memory-ratio and the release's slot rule."""
+
+    def __init__(self, per_request, ratio, rule):
+        self.per_request, self.ratio, self.rule = per_request, ratio, rule
+
+    def slots(self, rest_gib):
+        """K, the state slots SGLang makes of `rest_gib` (0 or less: it refuses to start)."""
+        budget = rest_gib * self.ratio / (1 + self.ratio) * GIB
+        if self.rule == "padded_slot":
+            return int((budget - self.per_request) // self.per_request)
+        return int(budget // self.per_request)
+
+    def gib(self, rest_gib):
+        """GiB the state pool takes out of `rest_gib`; all of it where SGLang would make no slot (no KV pool)."""
+        slots = self.slots(rest_gib)
+        if slots <= 0:
+            return max(rest_gib, 0.0)
+        return (slots + (1 if self.rule == "padded_slot" else 0)) * self.per_request / GIB
+
+
+def state_pool(spec):
+    """The spec's StatePool, or None for a model without one."""
+    if layout(spec["model_config"]) is None:
+        return None
+    from .model import attn_tp_size  # model imports this module
+
+    return StatePool(state_bytes(spec["model_config"], attn_tp_size(spec)), ratio(spec), spec["_rules"]["state_pool"])
+
+
+def ratio(spec):
+    given = spec.get("mamba_full_memory_ratio")
+    return given if given is not None else spec["_rules"]["mamba_full_memory_ratio"]
+
+
+def running_cap(state, rest_gib):
+    """The most --max-running-requests SGLang keeps whatever its slot ratio: K // SLOTS_PER_REQUEST."""
+    return max(state.slots(rest_gib), 0) // SLOTS_PER_REQUEST
+
+
+def cap_running(state, rest_gib, running, why):
+    """(running, why) within the state slots: SGLang would lower a larger --max-running-requests itself."""
+    cap = running_cap(state, rest_gib)
+    if cap < 1:
+        raise KVPlanError("the state pool holds %d slots, fewer than one request's %d: SGLang would serve nothing. "
+                          "Raise --mamba-full-memory-ratio in sglang_extra_args, or use more GPUs."
+                          % (max(state.slots(rest_gib), 0), SLOTS_PER_REQUEST))
+    if running <= cap:
+        return running, why
+    return cap, ("the state pool's %s slots over the %d a request may hold (SGLang would lower more itself); %s"
+                 % (format(state.slots(rest_gib), ","), SLOTS_PER_REQUEST, why))
+
+
+
+def check(spec):
+    """Refuse what the state formula does not describe, naming the knob."""
+    geo = layout(spec["model_config"])
+    if geo is None:
+        return
+    arch = architecture(spec["model_config"])
+    if spec["_rules"]["state_pool"] is None:
+        raise KVPlanError("model_config: %s (architectures %s) keeps a state pool that SGLang %s sizes another way "
+                          "than 0.5.13 and newer (%s), which the planner does not model. Use SGLang 0.5.13 or newer, "
+                          "or size it by hand with --max-total-tokens."
+                          % (LINEAR[arch][0], arch, spec["_release"], spec["_rules"]["state_pool_source"]))
+    refusals = (
+        (spec["speculative"], "sglang_speculative: a draft beside a hybrid linear-attention model reserves "
+                              "intermediate states per draft token, which the planner does not model; leave "
+                              "sglang_speculative empty for this model."),
+        (spec["pp_size"] > 1, "sglang_pp_size: pipeline stages split a hybrid linear-attention model's state layers "
+                              "unevenly, which the planner does not model; use sglang_pp_size 1."),
+        (spec["enable_dp_attention"], "sglang_enable_dp_attention: DP attention splits the state pool per "
+                                      "attention-DP worker, which the planner does not model; turn it off for "
+                                      "this model."),
+        (spec["disable_radix_cache"], "sglang_extra_args: --disable-radix-cache makes SGLang size the state pool "
+                                      "from --max-running-requests, which the planner does not model; remove it "
+                                      "for this model."),
+        (spec["mamba_option"], "sglang_extra_args: %s changes the state pool (its slots or their dtype), which the "
+                               "planner does not model; remove it for this model." % spec["mamba_option"]),
+        (spec["page_size"] != 1, "sglang_page_size: %d; SGLang picks this model's attention backend, and with it "
+                                 "the page, by its own override on SM100 (0.5.23 arg_groups/model_overrides/"
+                                 "qwen3_5.py:17-50), which the planner does not model past page 1; use "
+                                 "sglang_page_size 1." % spec["page_size"]),
+        (spec["pool_policy"] in ("target", "max"),
+         "sglang_pool_policy: %s pins the pool with --max-total-tokens, but a hybrid linear-attention model's state "
+         "pool takes its share of the memory whatever the pin, so a pin would not leave the memory it promises; use "
+         "fill (the default) or fraction." % spec["pool_policy"]),
+    )
+    for refused, message in refusals:
+        if refused:
+            raise KVPlanError(message)
+    dtype = str(spec["model_config"].get("mamba_ssm_dtype") or "float32")
+    if dtype != "float32":
+        raise KVPlanError("model_config: mamba_ssm_dtype %r halves the recurrent state, which the planner does not "
+                          "model (it sizes float32, SGLang's default); size it by hand with --max-total-tokens."
+                          % dtype)
+    attn_tp = spec["tp_size"]
+    for name in ("linear_num_key_heads", "linear_num_value_heads"):
+        if geo[name] % attn_tp:
+            raise KVPlanError("sglang_tp_size: %d does not divide the model's %s (%d), so SGLang widens the state's "
+                              "shards, which the planner does not model; use a divisor of %d."
+                              % (attn_tp, name, geo[name], math.gcd(geo["linear_num_key_heads"],
+                                                                    geo["linear_num_value_heads"])))
+
+
+def tradeoff(spec, state, rest_gib, running):
+    """The plan's line on the state pool: its slots, its GiB, and what --mamba-full-memory-ratio trades."""
+    if state is None:
+        return []
+    geo = layout(spec["model_config"])
+    slots = state.slots(rest_gib)
+    return ["state pool: %d linear-attention layers keep %s MiB per request, %s slots (%.2f GiB per GPU, "
+            "--mamba-full-memory-ratio %s%s) beside the KV pool of %d full-attention layers; up to %d requests at "
+            "once hold their states (a request may take %d slots): a lower ratio buys KV tokens with requests"
+            % (geo["linear"], format(round(state.per_request / (1 << 20), 1), ","), format(slots, ","),
+               state.gib(rest_gib), state.ratio, "" if spec.get("mamba_full_memory_ratio") is not None else
+               ", SGLang %s's default" % spec["_release"], geo["full"], running, SLOTS_PER_REQUEST)]
+
+
+def kv_rest_before_state(state, kv_rest_gib):
+    """The rest a profile had when the KV pool was given `kv_rest_gib` after the state pool took its share: the
+    inverse of rest - state.gib(rest), found by fixed-point steps (each closes the gap by m / (1 + m) or better)."""
+    rest = kv_rest_gib * (1 + state.ratio)
+    for _ in range(60):
+        rest = kv_rest_gib + state.gib(rest)
+    return rest

@@ -1,0 +1,137 @@
+"""A hybrid linear-attention model (Qwen3-Next) is planned with its state pool (issue 35 item 1; linear.py).
+
+SGLang's sizing is written out here apart from the planner, from 0.5.23 mem_cache/kv_cache_configurator.py
+(_handle_max_mamba_cache :3230-3408, 'padded_slot') and 0.5.15 model_executor/model_runner_kv_cache_mixin.py
+(handle_max_mamba_cache, 'plain'), configs/qwen3_next.py (mamba2_cache_params, layers_block_type) and
+model_executor/pool_configurator.py (DefaultPoolConfigurator over the full-attention layers). The real code of both
+releases is called on the same plans by the real contract (tests/contract/real/pools_real.py).
+"""
+
+import pytest
+import sglang_kvplan as kv
+from sglang_checks import planspec
+from sglang_kvplan import linear
+
+QWEN3_NEXT = kv.load_presets()["qwen3-next-80b-a3b"]["config"]
+H200 = {"gpu_memory_mib": 143_771, "gpu_compute_capability": "9.0"}
+B200 = {"gpu_memory_mib": 183_359, "gpu_compute_capability": "10.0"}
+
+
+def sglang_state_per_request(tp):
+    """configs/qwen3_next.py: 36 linear layers x (conv (16x128x2 + 32x128) / tp x 3 bf16 + (32 / tp) x 128 x 128 fp32).
+    At TP 2 the real 0.5.23 ModelConfig gives 38,633,472 (its mamba2_cache_params.mamba_cache_per_req)."""
+    return 36 * ((2 * 16 * 128 + 32 * 128) // tp * 3 * 2 + 32 // tp * 128 * 128 * 4)
+
+
+def sglang_pools(pre, post, fraction, tp, rule="padded_slot", ratio=0.9, page=1):
+    """(KV tokens, state slots) as the release sizes them from P, A and f."""
+    rest = post - pre * (1 - fraction)  # _profile_available_bytes
+    per_req = sglang_state_per_request(tp)
+    budget = rest * ratio / (1 + ratio) * (1 << 30)
+    if rule == "padded_slot":  # 0.5.17+
+        slots = int((budget - per_req) // per_req)
+        state = (slots + 1) * per_req / (1 << 30)
+    else:  # 0.5.13-0.5.16
+        slots = int(budget // per_req)
+        state = slots * per_req / (1 << 30)
+    cell = 12 * max(1, 2 // tp) * (256 + 256) * 2  # 12 full-attention layers of GQA KV, bf16
+    return int(int((rest - state) * (1 << 30)) // cell) // page * page, slots
+
+
+def plan(gpu=H200, **more):
+    spec = dict(gpu, model="qwen3-next-80b-a3b", context_target=262_144, version="0.5.23", tp_size=2)
+    spec.update(more)
+    return kv.plan(spec)
+
+
+def test_one_requests_state_is_the_releases():
+    assert sglang_state_per_request(2) == 38_633_472
+    assert linear.state_bytes(QWEN3_NEXT, 2) == 38_633_472 and linear.state_bytes(QWEN3_NEXT, 4) == 19_316_736
+    # only the 12 full-attention layers hold KV (every 4th layer: (l + 1) % 4 == 0)
+    assert kv.cell_bytes(dict(H200, model="qwen3-next-80b-a3b", tp_size=2)) == 12 * 1 * 512 * 2
+
+
+@pytest.mark.parametrize("version, rule", [("0.5.23", "padded_slot"), ("0.5.15", "plain")])
+@pytest.mark.parametrize("gpu, tp", [(H200, 2), (H200, 4), (B200, 4), (B200, 8)])
+def test_the_kv_pool_and_the_state_slots_are_the_ones_sglang_sizes(version, rule, gpu, tp):
+    pre = gpu["gpu_memory_mib"] / 1024 - 1.3
+    post = pre - 148.5 / tp - 0.6
+    got = plan(gpu, tp_size=tp, version=version, pre_load_avail_gib=pre, post_load_avail_gib=post)
+    tokens, slots = sglang_pools(pre, post, got["mem_fraction_static"], tp, rule)
+    assert (got["predicted_pool_tokens"], got["state_slots"]) == (tokens, slots)
+    assert got["max_total_tokens"] is None and tokens >= 262_144
+    # the headroom is what SGLang leaves outside both pools: at least the one asked
+    assert got["headroom_gib"] >= 4.0
+    # SGLang keeps --max-running-requests only up to slots // its ratio (at most 5 slots a request)
+    assert got["max_running_requests"] <= slots // 5
+    assert any(line.startswith("state pool: 36 linear-attention layers") for line in got["tradeoff"])
+
+
+def test_the_running_requests_are_capped_by_the_state_slots():
+    # a small ratio leaves few slots: the running requests follow them, with the reason
+    got = plan(context_target=8_192, mamba_full_memory_ratio=0.01)
+    assert got["max_running_requests"] == got["state_slots"] // 5
+    assert "state pool's" in got["running_requests_reason"]
+
+
+def test_fraction_policy_plans_the_smallest_fraction_with_the_state_pool():
+    got = plan(pool_policy="fraction", context_target=131_072, pre_load_avail_gib=139.0, post_load_avail_gib=63.5)
+    tokens, slots = sglang_pools(139.0, 63.5, got["mem_fraction_static"], 2)
+    assert got["predicted_pool_tokens"] == tokens >= 131_072
+    below, _ = sglang_pools(139.0, 63.5, round(got["mem_fraction_static"] - 0.001, 3), 2)
+    assert below < 131_072  # one step lower would not hold it
+
+
+def test_a_calibration_from_a_boot_gives_back_the_profile_it_had():
+    spec = dict(H200, model="qwen3-next-80b-a3b", context_target=262_144, version="0.5.23", tp_size=2)
+    pre, post, fraction = 139.1, 64.3, 0.965
+    tokens, _ = sglang_pools(pre, post, fraction, 2)
+    got = kv.calibrate(spec, {"pre_load_avail_gib": pre, "post_load_avail_gib": round(post, 2),
+                              "mem_fraction_static": fraction, "pool_tokens": tokens})
+    assert abs(got["post_load_avail_gib"] - post) < 1e-4  # the state's share added back, A as it was
+
+
+def _spec(extra_args, **knobs):
+    values = {name: None for name in planspec.KNOBS}
+    values.update(sglang_model="qwen3-next-80b-a3b", sglang_context_target=262_144, sglang_version="0.5.23",
+                  sglang_tp_size=2, sglang_gpu_memory_mib=143_771, sglang_extra_args=extra_args, **knobs)
+    return planspec.spec("h", values, [planspec.node_inputs("h", values)], "h")
+
+
+def test_the_ratio_comes_from_sglang_extra_args():
+    spec, server, _ = _spec(["--mamba-full-memory-ratio", "0.5"])
+    assert spec["mamba_full_memory_ratio"] == 0.5
+    got = planspec.plan(spec, server)
+    assert any("--mamba-full-memory-ratio 0.5" in line for line in got["tradeoff"])
+    assert got["state_slots"] < plan()["state_slots"]
+
+
+def refusal(**more):
+    with pytest.raises(kv.KVPlanError) as caught:
+        plan(**more)
+    return str(caught.value)
+
+
+@pytest.mark.parametrize("more, words", [
+    ({"version": "0.5.12"}, "Qwen3-Next"),
+    ({"pool_policy": "target"}, "sglang_pool_policy"),
+    ({"pool_policy": "max"}, "sglang_pool_policy"),
+    ({"speculative": {"algorithm": "NGRAM"}}, "sglang_speculative"),
+    ({"pp_size": 2}, "sglang_pp_size"),
+    ({"tp_size": 4, "dp_size": 2, "enable_dp_attention": True}, "DP attention"),
+    ({"disable_radix_cache": True}, "--disable-radix-cache"),
+    ({"mamba_option": "--max-mamba-cache-size"}, "--max-mamba-cache-size"),
+    ({"page_size": 64}, "sglang_page_size"),
+    ({"model": None, "model_config": dict(QWEN3_NEXT, mamba_ssm_dtype="bfloat16")}, "mamba_ssm_dtype"),
+    ({"model": None, "model_config": dict(QWEN3_NEXT, linear_num_key_heads=12), "tp_size": 8}, "linear_num_key"),
+    ({"model": None, "model_config": dict(QWEN3_NEXT, full_attention_interval=None)}, "full_attention_interval"),
+    ({"model": None, "model_config": dict(QWEN3_NEXT, full_attention_interval=1)}, "full-attention and 0 linear"),
+])
+def test_what_the_state_formula_does_not_describe_is_refused_with_the_knob(more, words):
+    assert words in refusal(**more)
+
+
+def test_a_target_that_fits_only_pinned_is_refused_not_pinned():
+    # a pin would not free the state pool's share: a tight host is refused with the knobs that help
+    message = refusal(gpu_memory_mib=81_559, tp_size=2, context_target=262_144)
+    assert "not pinned" in message and "--mamba-full-memory-ratio" in message and "sglang_context_target" in message
