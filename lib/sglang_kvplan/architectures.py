@@ -43,17 +43,14 @@ SLIDING = {
 # full-attention layers (0.5.23 configs/hybrid_arch.py hybrid_gdn_config; mem_cache/kv_cache_configurator.py).
 LINEAR = {
     "Qwen3NextForCausalLM": ("Qwen3-Next", "models/qwen3_next.py:1316"),
+    # Qwen3.5's text model is Qwen3-Next's (configs/qwen3_5.py Qwen3_5TextConfig(Qwen3NextConfig)), under
+    # text_config beside a vision encoder
+    "Qwen3_5ForConditionalGeneration": ("Qwen3.5", "models/qwen3_5.py:3021"),
+    "Qwen3_5MoeForConditionalGeneration": ("Qwen3.5 MoE", "models/qwen3_5.py:3021"),
 }
 
 # Families SGLang serves with pools the planner does not model yet: refused by name, with what they need.
 UNSIZED = {
-    # Qwen3.5's text model is Qwen3-Next's hybrid (configs/hybrid_arch.py hybrid_gdn_config), with a vision encoder
-    "Qwen3_5ForConditionalGeneration": ("Qwen3.5", "models/qwen3_5.py:3021",
-                                        "hybrid linear attention (Gated DeltaNet state pools per request slot beside "
-                                        "the KV pool, --mamba-full-memory-ratio)"),
-    "Qwen3_5MoeForConditionalGeneration": ("Qwen3.5 MoE", "models/qwen3_5.py:3021",
-                                           "hybrid linear attention (Gated DeltaNet state pools per request slot "
-                                           "beside the KV pool, --mamba-full-memory-ratio)"),
     "NemotronHForCausalLM": ("Nemotron-H", "models/nemotron_h.py:1361",
                              "Mamba layers (state pools per request slot beside the KV pool, "
                              "--mamba-full-memory-ratio)"),
@@ -141,7 +138,7 @@ def check_architecture(config, release, where="model_config"):
 
 def _known_short():
     return ("Llama, Mistral/Mixtral, Qwen2/Qwen3 (MoE too), DeepSeek-V2/V3/R1, Kimi K2/K2.5/K2.6, Gemma 3, gpt-oss, "
-            "Qwen3-Next")
+            "Qwen3-Next, Qwen3.5")
 
 
 def markdown():

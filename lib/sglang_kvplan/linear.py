@@ -1,4 +1,4 @@
-"""A hybrid linear-attention model's state pool (Qwen3-Next), as SGLang 0.5.13 and newer size it.
+"""A hybrid linear-attention model's state pool (Qwen3-Next, Qwen3.5), as SGLang 0.5.13 and newer size it.
 
 Its Gated DeltaNet layers keep no KV: each request holds one state per layer in a slot of a second pool, sized
 before the KV pool from the same rest (0.5.23 mem_cache/kv_cache_configurator.py _handle_max_mamba_cache
@@ -42,9 +42,10 @@ def layout(config):
     """{full, linear: layer counts, and the linear layers' geometry} for a LINEAR architecture, else None."""
     if architecture(config) not in LINEAR:
         return None
+    cfg = _text(config)
     out = {}
     for name in _FIELDS:
-        value = config.get(name)
+        value = cfg.get(name)
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise KVPlanError("model_config: %r must be a positive whole number in this hybrid linear-attention "
                               "model's config.json, got %r. Stage the checkpoint's config.json again." % (name, value))
@@ -61,6 +62,11 @@ def layout(config):
                           "linear layers; the planner sizes a model with both." % (interval, layers, out["full"],
                                                                                    out["linear"]))
     return out
+
+
+def _text(config):
+    """The language model's config: text_config where the checkpoint nests it (Qwen3.5), else the config."""
+    return config["text_config"] if isinstance(config.get("text_config"), dict) else config
 
 
 def state_bytes(config, attn_tp):
@@ -164,7 +170,8 @@ def check(spec):
     for refused, message in refusals:
         if refused:
             raise KVPlanError(message)
-    dtype = str(spec["model_config"].get("mamba_ssm_dtype") or "float32")
+    dtype = str(_text(spec["model_config"]).get("mamba_ssm_dtype") or spec["model_config"].get("mamba_ssm_dtype")
+                or "float32")
     if dtype != "float32":
         raise KVPlanError("model_config: mamba_ssm_dtype %r halves the recurrent state, which the planner does not "
                           "model (it sizes float32, SGLang's default); size it by hand with --max-total-tokens."

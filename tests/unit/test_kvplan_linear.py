@@ -13,6 +13,12 @@ from sglang_checks import planspec
 from sglang_kvplan import linear
 
 QWEN3_NEXT = kv.load_presets()["qwen3-next-80b-a3b"]["config"]
+# Qwen3.5 MoE: Qwen3-Next's hybrid text model under text_config beside a vision encoder (40 layers, 10 of them full
+# attention; the geometry published Qwen3.5 MoE configs give)
+QWEN3_5_MOE = {"architectures": ["Qwen3_5MoeForConditionalGeneration"], "model_type": "qwen3_5_moe",
+               "text_config": dict({k: v for k, v in QWEN3_NEXT.items() if k != "architectures"},
+                                   num_hidden_layers=40, model_type="qwen3_5_moe_text"),
+               "vision_config": {"depth": 27}}
 H200 = {"gpu_memory_mib": 143_771, "gpu_compute_capability": "9.0"}
 B200 = {"gpu_memory_mib": 183_359, "gpu_compute_capability": "10.0"}
 
@@ -135,3 +141,17 @@ def test_a_target_that_fits_only_pinned_is_refused_not_pinned():
     # a pin would not free the state pool's share: a tight host is refused with the knobs that help
     message = refusal(gpu_memory_mib=81_559, tp_size=2, context_target=262_144)
     assert "not pinned" in message and "--mamba-full-memory-ratio" in message and "sglang_context_target" in message
+
+
+def test_qwen3_5_is_planned_from_its_text_config_with_the_multimodal_reserve():
+    spec = dict(H200, model_config=QWEN3_5_MOE, checkpoint_gib=67.0, context_target=262_144, version="0.5.23",
+                tp_size=2)
+    assert linear.state_bytes(QWEN3_5_MOE, 2) == 30 * sglang_state_per_request(2) // 36  # 30 linear layers
+    got = kv.plan(spec)
+    assert got["state_slots"] > 0 and any("30 linear-attention layers" in line for line in got["tradeoff"])
+    # 0.5.23 keeps 100 MiB out of a multimodal checkpoint's profile (releases/rules.json mm_reserve_mib); 0.5.15 not
+    older = kv.plan(dict(spec, version="0.5.15", pre_load_avail_gib=got["pre_load_avail_gib"],
+                         post_load_avail_gib=got["post_load_avail_gib"]))
+    newer = kv.plan(dict(spec, pre_load_avail_gib=got["pre_load_avail_gib"],
+                         post_load_avail_gib=got["post_load_avail_gib"]))
+    assert older["predicted_pool_tokens"] > newer["predicted_pool_tokens"]

@@ -72,6 +72,24 @@ MODELS = {
                                   num_experts_per_tok=10, moe_intermediate_size=512,
                                   shared_expert_intermediate_size=512, intermediate_size=5120,
                                   partial_rotary_factor=0.25, rope_theta=10000000),
+    # A Qwen3.5 MoE checkpoint (a vision encoder and Qwen3-Next's hybrid text model under text_config; the 40-layer,
+    # 256-expert geometry published configs give), planned by linear.py as Qwen3-Next is
+    "qwen3.5-moe": {"architectures": ["Qwen3_5MoeForConditionalGeneration"], "model_type": "qwen3_5_moe",
+                    "torch_dtype": "bfloat16", "tie_word_embeddings": False,
+                    "text_config": {"model_type": "qwen3_5_moe_text", "hidden_size": 2048, "num_hidden_layers": 40,
+                                    "num_attention_heads": 16, "num_key_value_heads": 2, "head_dim": 256,
+                                    "full_attention_interval": 4, "linear_num_key_heads": 16,
+                                    "linear_num_value_heads": 32, "linear_key_head_dim": 128,
+                                    "linear_value_head_dim": 128, "linear_conv_kernel_dim": 4,
+                                    "max_position_embeddings": 262144, "vocab_size": 248320, "num_experts": 256,
+                                    "num_experts_per_tok": 8, "moe_intermediate_size": 512,
+                                    "shared_expert_intermediate_size": 512, "partial_rotary_factor": 0.25,
+                                    "rope_theta": 10000000, "torch_dtype": "bfloat16",
+                                    "layer_types": ["linear_attention"] * 3 + ["full_attention"]
+                                    + ["linear_attention"] * 3 + ["full_attention"]
+                                    + (["linear_attention"] * 3 + ["full_attention"]) * 8},
+                    "vision_config": {"model_type": "qwen3_5_moe", "depth": 27, "hidden_size": 1152,
+                                      "out_hidden_size": 2048}},
     # A small Llama as a STANDALONE draft (Llama-3.2-1B's geometry).
     "llama-3.2-1b": dict(_preset("llama-3.1-8b", model_type="llama", vocab_size=128256), num_hidden_layers=16,
                          hidden_size=2048, num_attention_heads=32, head_dim=64),
@@ -178,6 +196,8 @@ MATRIX = [
           pool_policy="fraction"),
     _case("qwen3-next-ratio05-h200", "h200", "qwen3-next-80b-a3b", tp_size=2, context_target=262144,
           extra_args=["--mamba-full-memory-ratio", "0.5"]),
+    _case("qwen3.5-moe-tp2-fill-h200", "h200", "qwen3.5-moe", tp_size=2, context_target=262144,
+          checkpoint_gib=67.0),
 ]
 
 RELEASES = ("0.5.23", "0.5.15")

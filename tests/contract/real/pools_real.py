@@ -7,8 +7,9 @@ another) and asked for the pools of the memory the plan was made from. Only what
 GPUs and its process group is given by hand, each named below:
   - the KV budget: int((A - P x (1 - f)) x 2**30), the arithmetic of _profile_available_bytes (0.5.23
     mem_cache/kv_cache_configurator.py:2990-3060, 0.5.15 model_executor/model_runner_kv_cache_mixin.py), with P and
-    A the plan's (the probe) and f the resolved --mem-fraction-static: the part the 19 real boot logs hold the
-    planner to (docs/kv-pool-formula.md);
+    A the plan's (the probe: A as the profile starts from it, less what the plan says is loaded or kept before it,
+    a draft or 0.5.18+'s multimodal reserve, rules read from the wheels) and f the resolved --mem-fraction-static:
+    the part the 19 real boot logs hold the planner to (docs/kv-pool-formula.md);
   - the attention TP width a process group would report (0.5.15 get_attention_tp_size), from the release's own
     compute_dp_attention_world_info; 0.5.22+ reads it from the runtime context the release publishes itself.
 The cap --max-total-tokens is then applied by the release's own _apply_token_constraints (and config_from_budget on
