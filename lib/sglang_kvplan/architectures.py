@@ -47,13 +47,12 @@ LINEAR = {
     # text_config beside a vision encoder
     "Qwen3_5ForConditionalGeneration": ("Qwen3.5", "models/qwen3_5.py:3021"),
     "Qwen3_5MoeForConditionalGeneration": ("Qwen3.5 MoE", "models/qwen3_5.py:3021"),
+    # Mamba2 layers and a few GQA attention layers, by hybrid_override_pattern (configs/nemotron_h.py)
+    "NemotronHForCausalLM": ("Nemotron-H", "models/nemotron_h.py:1361"),
 }
 
 # Families SGLang serves with pools the planner does not model yet: refused by name, with what they need.
 UNSIZED = {
-    "NemotronHForCausalLM": ("Nemotron-H", "models/nemotron_h.py:1361",
-                             "Mamba layers (state pools per request slot beside the KV pool, "
-                             "--mamba-full-memory-ratio)"),
     "DeepseekV32ForCausalLM": ("DeepSeek-V3.2", "models/deepseek_v2.py:3595",
                                "DeepSeek sparse attention (an indexer cache beside the MLA pool, page 64, "
                                "model_executor/pool_configurator.py:283-309, 399-410)"),
@@ -138,7 +137,7 @@ def check_architecture(config, release, where="model_config"):
 
 def _known_short():
     return ("Llama, Mistral/Mixtral, Qwen2/Qwen3 (MoE too), DeepSeek-V2/V3/R1, Kimi K2/K2.5/K2.6, Gemma 3, gpt-oss, "
-            "Qwen3-Next, Qwen3.5")
+            "Qwen3-Next, Qwen3.5, Nemotron-H")
 
 
 def markdown():

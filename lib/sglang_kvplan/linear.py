@@ -1,9 +1,9 @@
-"""A hybrid linear-attention model's state pool (Qwen3-Next, Qwen3.5), as SGLang 0.5.13 and newer size it.
+"""A hybrid linear-attention model's state pool (Qwen3-Next, Qwen3.5, Nemotron-H), as SGLang 0.5.13+ sizes it.
 
-Its Gated DeltaNet layers keep no KV: each request holds one state per layer in a slot of a second pool, sized
-before the KV pool from the same rest (0.5.23 mem_cache/kv_cache_configurator.py _handle_max_mamba_cache
-:3230-3408; 0.5.15 model_executor/model_runner_kv_cache_mixin.py handle_max_mamba_cache; releases/rules.json
-`state_pool`, read from each wheel):
+Its Gated DeltaNet (or Mamba2) layers keep no KV: each request holds one state per layer in a slot of a second
+pool, sized before the KV pool from the same rest (0.5.23 mem_cache/kv_cache_configurator.py
+_handle_max_mamba_cache :3230-3408; 0.5.15 model_executor/model_runner_kv_cache_mixin.py handle_max_mamba_cache;
+releases/rules.json `state_pool`, read from each wheel):
 
     rest   = A - P x (1 - f)                                 (GiB, as for any model)
     budget = rest x m / (1 + m)                              (m = --mamba-full-memory-ratio, rules.json's 0.9)
@@ -12,12 +12,13 @@ before the KV pool from the same rest (0.5.23 mem_cache/kv_cache_configurator.py
     pool   = floor((rest - state) / cell) // page x page     (the cell over the full-attention layers only:
                                                               0.5.23 model_executor/pool_configurator.py:227-236)
 
-s is one request's state on one GPU: per linear layer, the conv state (conv_dim / TP) x (kernel - 1) in bf16 and
-the recurrent state (value heads / TP) x value_dim x key_dim in fp32 (configs/qwen3_next.py mamba2_cache_params,
-configs/mamba_utils.py Mamba2StateShape.create and mamba_cache_per_req; conv_dim = value heads x value_dim +
-2 x key heads x key_dim). A request holds up to 3 + 2 slots (MAMBA_CACHE_SIZE_MAX_RUNNING_REQUESTS_RATIO and the
-extra buffer's tracking slots with the overlap schedule, 0.5.13-0.5.23), so --max-running-requests is planned at
-most K // 5: SGLang caps it at K // its own ratio otherwise (resolve_max_num_reqs).
+s is one request's state on one GPU: per state layer, the conv state (conv_dim / TP) x (kernel - 1) in bf16 and
+the recurrent state (heads / TP) x head_dim x state_size in fp32 (configs/mamba_utils.py Mamba2StateShape.create
+and mamba_cache_per_req, with conv_dim = intermediate + 2 x n_groups x state_size; each family's fields:
+configs/qwen3_next.py and configs/nemotron_h.py mamba2_cache_params). A request holds up to 3 + 2 slots
+(MAMBA_CACHE_SIZE_MAX_RUNNING_REQUESTS_RATIO and the extra buffer's tracking slots with the overlap schedule,
+0.5.13-0.5.23), so --max-running-requests is planned at most K // 5: SGLang caps it at K // its own ratio
+otherwise (resolve_max_num_reqs).
 
 The state takes its share of the rest whatever --max-total-tokens says, so a pin frees only KV: the planner plans
 these models unpinned (pool_policy fill or fraction). Not modelled, so refused by name: a speculative draft (it
@@ -34,34 +35,81 @@ from .spec import KVPlanError
 GIB = 1 << 30
 SLOTS_PER_REQUEST = 5  # 3 + the extra buffer's 2 tracking slots with the overlap schedule (the most a request holds)
 CONV_BYTES, STATE_BYTES = 2, 4  # bf16 conv state (SGLANG_MAMBA_CONV_DTYPE's default), fp32 recurrent state
-_FIELDS = ("full_attention_interval", "linear_num_key_heads", "linear_num_value_heads", "linear_key_head_dim",
-           "linear_value_head_dim", "linear_conv_kernel_dim", "num_hidden_layers")
+# Each family's fields, and how they map onto SGLang's Mamba2StateShape.create(intermediate_size, n_groups,
+# num_heads, head_dim, state_size, conv_kernel): Qwen3-Next's configs/qwen3_next.py and Nemotron-H's
+# configs/nemotron_h.py mamba2_cache_params.
+_GDN = {"intermediate": ("linear_value_head_dim", "linear_num_value_heads"), "n_groups": "linear_num_key_heads",
+        "num_heads": "linear_num_value_heads", "head_dim": "linear_value_head_dim",
+        "state_size": "linear_key_head_dim", "conv_kernel": "linear_conv_kernel_dim"}
+_MAMBA2 = {"intermediate": ("mamba_head_dim", "mamba_num_heads"), "n_groups": "n_groups",
+           "num_heads": "mamba_num_heads", "head_dim": "mamba_head_dim", "state_size": "ssm_state_size",
+           "conv_kernel": "conv_kernel"}
+# Nemotron-H's layer letters (configs/nemotron_h.py _pattern_to_list): Mamba2, attention, MLP, MoE
+_PATTERN = {"M": "mamba", "*": "attention", "-": "mlp", "E": "moe"}
+
+
+def _positive(cfg, name):
+    value = cfg.get(name)
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise KVPlanError("model_config: %r must be a positive whole number in this hybrid linear-attention model's "
+                          "config.json, got %r. Stage the checkpoint's config.json again." % (name, value))
+    return value
+
+
+def _kinds(arch, cfg):
+    """(full-attention layers, state layers) as the release counts them."""
+    if LINEAR[arch][0].startswith("Nemotron"):
+        # layers_block_type, else the hybrid_override_pattern's letters (configs/nemotron_h.py)
+        kinds = cfg.get("layers_block_type")
+        if kinds is None and isinstance(cfg.get("hybrid_override_pattern"), str):
+            kinds = [_PATTERN.get(letter, letter) for letter in cfg["hybrid_override_pattern"]]
+        if not isinstance(kinds, list) or not kinds or not set(kinds) <= set(_PATTERN.values()):
+            raise KVPlanError("model_config: Nemotron-H's hybrid_override_pattern (letters %s) or layers_block_type "
+                              "must list every layer, got %r. Stage the checkpoint's config.json again."
+                              % ("".join(_PATTERN), cfg.get("hybrid_override_pattern", cfg.get("layers_block_type"))))
+        return kinds.count("attention"), kinds.count("mamba")
+    # Qwen3-Next's layers_block_type (configs/qwen3_next.py): layer l is full attention when (l + 1) % interval == 0
+    layers, interval = _positive(cfg, "num_hidden_layers"), _positive(cfg, "full_attention_interval")
+    full = sum(1 for layer in range(layers) if (layer + 1) % interval == 0)
+    return full, layers - full
 
 
 def layout(config):
-    """{full, linear: layer counts, and the linear layers' geometry} for a LINEAR architecture, else None."""
-    if architecture(config) not in LINEAR:
+    """{full, linear: layer counts, and the state's geometry as Mamba2StateShape.create takes it} for a LINEAR
+    architecture, else None."""
+    arch = architecture(config)
+    if arch not in LINEAR:
         return None
     cfg = _text(config)
-    out = {}
-    for name in _FIELDS:
-        value = cfg.get(name)
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise KVPlanError("model_config: %r must be a positive whole number in this hybrid linear-attention "
-                              "model's config.json, got %r. Stage the checkpoint's config.json again." % (name, value))
-        out[name] = value
-    if out["linear_conv_kernel_dim"] < 2:
-        raise KVPlanError("model_config: linear_conv_kernel_dim %d keeps no conv state; stage the checkpoint's "
-                          "config.json again." % out["linear_conv_kernel_dim"])
-    # SGLang's layers_block_type (configs/qwen3_next.py): layer l is full attention when (l + 1) % interval == 0
-    layers, interval = out["num_hidden_layers"], out["full_attention_interval"]
-    out["full"] = sum(1 for layer in range(layers) if (layer + 1) % interval == 0)
-    out["linear"] = layers - out["full"]
+    fields = _MAMBA2 if LINEAR[arch][0].startswith("Nemotron") else _GDN
+    out = {key: _positive(cfg, name) for key, name in fields.items() if key != "intermediate"}
+    out["intermediate"] = _positive(cfg, fields["intermediate"][0]) * _positive(cfg, fields["intermediate"][1])
+    out["fields"] = fields
+    if out["conv_kernel"] < 2:
+        raise KVPlanError("model_config: %s %d keeps no conv state; stage the checkpoint's config.json again."
+                          % (fields["conv_kernel"], out["conv_kernel"]))
+    out["full"], out["linear"] = _kinds(arch, cfg)
     if not out["full"] or not out["linear"]:
-        raise KVPlanError("model_config: full_attention_interval %d over %d layers leaves %d full-attention and %d "
-                          "linear layers; the planner sizes a model with both." % (interval, layers, out["full"],
-                                                                                   out["linear"]))
+        raise KVPlanError("model_config: its layers are %d full-attention and %d linear layers; the planner sizes a "
+                          "model with both." % (out["full"], out["linear"]))
     return out
+
+
+# The Qwen3-Next family gets triton on SM100 from its own override, which keeps the page (0.5.23
+# arg_groups/model_overrides/qwen3_5.py:17-50, registered for these three; 0.5.13+ alike). Nemotron-H's own override
+# picks flashinfer there up to 0.5.18, which keeps the page too, and trtllm_mha from 0.5.19, which forces its own
+# (rules.json nemotron_h_sm100, read from each wheel; pages.py). The real 0.5.23 and 0.5.15 resolvers agree on a B200.
+TRITON_ON_SM100 = ("Qwen3NextForCausalLM", "Qwen3_5ForConditionalGeneration", "Qwen3_5MoeForConditionalGeneration")
+NEMOTRON_H = "NemotronHForCausalLM"
+
+
+def keeps_page(spec):
+    """Whether the release keeps the page asked for on every GPU for this model (its own SM100 override picks a
+    backend that keeps it)."""
+    arch = architecture(spec["model_config"])
+    if arch == NEMOTRON_H:
+        return spec["_rules"].get("nemotron_h_sm100") == "flashinfer"
+    return arch in TRITON_ON_SM100
 
 
 def _text(config):
@@ -70,12 +118,13 @@ def _text(config):
 
 
 def state_bytes(config, attn_tp):
-    """One request's state on one GPU, over every linear layer (SGLang's mamba_cache_per_req)."""
+    """One request's state on one GPU, over every state layer (SGLang's mamba_cache_per_req: Mamba2StateShape.create,
+    conv_dim = intermediate + 2 x n_groups x state_size, in bf16; the state (heads / TP, head_dim, state_size) in
+    fp32)."""
     geo = layout(config)
-    key_heads, value_heads = geo["linear_num_key_heads"], geo["linear_num_value_heads"]
-    conv_dim = value_heads * geo["linear_value_head_dim"] + 2 * key_heads * geo["linear_key_head_dim"]
-    conv = conv_dim // attn_tp * (geo["linear_conv_kernel_dim"] - 1) * CONV_BYTES
-    state = value_heads // attn_tp * geo["linear_value_head_dim"] * geo["linear_key_head_dim"] * STATE_BYTES
+    conv_dim = geo["intermediate"] + 2 * geo["n_groups"] * geo["state_size"]
+    conv = conv_dim // attn_tp * (geo["conv_kernel"] - 1) * CONV_BYTES
+    state = geo["num_heads"] // attn_tp * geo["head_dim"] * geo["state_size"] * STATE_BYTES
     return (conv + state) * geo["linear"]
 
 
@@ -139,6 +188,8 @@ def check(spec):
     if geo is None:
         return
     arch = architecture(spec["model_config"])
+    cap = spec["gpu_compute_capability"]
+    gpu_sm100 = None if cap is None else cap.split(".")[0] == "10"
     if spec["_rules"]["state_pool"] is None:
         raise KVPlanError("model_config: %s (architectures %s) keeps a state pool that SGLang %s sizes another way "
                           "than 0.5.13 and newer (%s), which the planner does not model. Use SGLang 0.5.13 or newer, "
@@ -158,10 +209,14 @@ def check(spec):
                                       "for this model."),
         (spec["mamba_option"], "sglang_extra_args: %s changes the state pool (its slots or their dtype), which the "
                                "planner does not model; remove it for this model." % spec["mamba_option"]),
-        (spec["page_size"] != 1, "sglang_page_size: %d; SGLang picks this model's attention backend, and with it "
-                                 "the page, by its own override on SM100 (0.5.23 arg_groups/model_overrides/"
-                                 "qwen3_5.py:17-50), which the planner does not model past page 1; use "
-                                 "sglang_page_size 1." % spec["page_size"]),
+        (spec["page_size"] != 1 and arch in TRITON_ON_SM100,
+         "sglang_page_size: %d; SGLang picks this model's attention backend, and with it the page, by its own "
+         "override on SM100 (0.5.23 arg_groups/model_overrides/qwen3_5.py:17-50), which the planner does not model "
+         "past page 1; use sglang_page_size 1." % spec["page_size"]),
+        (arch == NEMOTRON_H and spec["_rules"].get("nemotron_h_sm100") is None and gpu_sm100 is not False,
+         "sglang_gpu_compute_capability: %s; SGLang %s picks Nemotron-H's attention backend on SM100 (B200, GB200, "
+         "B300) by a rule the planner has not read; plan it for another GPU, or use SGLang 0.5.13 or newer."
+         % (spec["gpu_compute_capability"], spec["_release"])),
         (spec["pool_policy"] in ("target", "max"),
          "sglang_pool_policy: %s pins the pool with --max-total-tokens, but a hybrid linear-attention model's state "
          "pool takes its share of the memory whatever the pin, so a pin would not leave the memory it promises; use "
@@ -177,12 +232,11 @@ def check(spec):
                           "model (it sizes float32, SGLang's default); size it by hand with --max-total-tokens."
                           % dtype)
     attn_tp = spec["tp_size"]
-    for name in ("linear_num_key_heads", "linear_num_value_heads"):
-        if geo[name] % attn_tp:
+    for key in ("n_groups", "num_heads"):
+        if geo[key] % attn_tp:
             raise KVPlanError("sglang_tp_size: %d does not divide the model's %s (%d), so SGLang widens the state's "
                               "shards, which the planner does not model; use a divisor of %d."
-                              % (attn_tp, name, geo[name], math.gcd(geo["linear_num_key_heads"],
-                                                                    geo["linear_num_value_heads"])))
+                              % (attn_tp, geo["fields"][key], geo[key], math.gcd(geo["n_groups"], geo["num_heads"])))
 
 
 def tradeoff(spec, state, rest_gib, running):

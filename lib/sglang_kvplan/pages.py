@@ -81,10 +81,10 @@ def pool_page(spec):
     every GPU (sm100_default_is_kept)."""
     sm100 = gpu_is_sm100(spec)
     mla = is_mla(spec["model_config"])
-    # A hybrid linear-attention model (Qwen3-Next) gets triton on SM100 from its own override, which keeps the page
-    # (0.5.23 arg_groups/model_overrides/qwen3_5.py:17-50; every release 0.5.13-0.5.23 has it, and the real 0.5.23
-    # and 0.5.15 resolvers pick triton, page 1, on a B200: tests/fixtures/sglang_real); linear.py asks for page 1.
-    if linear.layout(spec["model_config"]) or (not mla and not sm100_default_is_kept(spec)):
+    # A hybrid model whose own SM100 override picks a backend that keeps the page (linear.keeps_page: triton for
+    # the Qwen3-Next family, flashinfer for Nemotron-H up to 0.5.18; the real 0.5.23 and 0.5.15 resolvers agree on
+    # a B200: tests/fixtures/sglang_real).
+    if linear.keeps_page(spec) or (not mla and not sm100_default_is_kept(spec)):
         return spec["page_size"]
     if sm100 or (sm100 is None and not mla):
         return _sm100_page(spec)
@@ -101,7 +101,7 @@ def pin_granule(spec):
 
 def page_note(spec):
     """A sentence for the plan's assumptions when the pin follows a page the operator did not ask for."""
-    if is_mla(spec["model_config"]) or pin_granule(spec) == spec["page_size"] or linear.layout(spec["model_config"]):
+    if is_mla(spec["model_config"]) or pin_granule(spec) == spec["page_size"] or linear.keeps_page(spec):
         return None
     entry = _sm100_entry(spec)
     if gpu_is_sm100(spec):

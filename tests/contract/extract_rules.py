@@ -39,6 +39,9 @@ every rule records the file (under the wheel) it was read from. Detectors, one p
 - state_pool: how a hybrid linear-attention model's state slots are made of their budget (rest x m / (1 + m)):
   'padded_slot' (0.5.17+: K = int((budget - s) // s) and a padding slot), 'plain' (0.5.13-0.5.16: K =
   int(budget // s)) or None (another way, not read); mamba_full_memory_ratio: the release's default m.
+- nemotron_h_sm100: the attention backend Nemotron-H's own override picks on SM100 with none asked and no draft:
+  'flashinfer' (0.5.13-0.5.18, the page asked for kept) or 'trtllm_mha' (0.5.19+, its page forced), None where none
+  is read.
 - speculative_algorithms, kv_cache_dtypes: from the release's flag table (extract_flags.py).
 - torch, torch_cuda, min_driver_branch: the wheel's METADATA (`torch==`, `cuda-python` pin; CUDA 12.9 needs
   driver branch 575, CUDA 13.0 branch 580, NVIDIA's CUDA toolkit release notes).
@@ -135,6 +138,33 @@ def state_pool(source):
             return "plain", rel
         return None, rel
     raise RuleError("no mamba_full_memory_ratio split in mem_cache/ or model_executor/")
+
+
+def nemotron_h_sm100(source):
+    """The attention backend the release gives Nemotron-H on SM100 when none is asked and no draft runs, from the
+    model's own override (0.5.13-0.5.14 arg_groups/nemotron_h_hook.py, 0.5.15-0.5.18 arg_groups/overrides.py
+    _nemotron_h_overrides, 0.5.19+ arg_groups/model_overrides/nemotron_h.py): 'flashinfer' keeps the page asked for,
+    'trtllm_mha' forces its page (forced_pages sm100_mha); None where no override is read (the planner refuses the
+    family on SM100 there)."""
+    assignment = re.compile(r"(?:sm100_default_attention_backend=|is_sm100[^\n]*:\s*\n\s*"
+                            r"(?:overrides\[\"attention_backend\"\]|server_args\.attention_backend) = )\"(\w+)\"")
+    for rel in (SRT + "arg_groups/model_overrides/nemotron_h.py", SRT + "arg_groups/nemotron_h_hook.py",
+                SRT + "arg_groups/overrides.py"):
+        text = source.read(rel) or ""
+        start, end = 0, len(text)
+        if rel.endswith("overrides.py") and "model_overrides" not in rel:
+            match = re.search(r"\ndef _nemotron_h_overrides\(", text)
+            if not match:
+                continue
+            start = match.start()
+            following = re.search(r"\n(?:@|def )", text[match.end():])
+            end = match.end() + following.start() if following else len(text)
+        found = [m for m in assignment.finditer(text, start, end)
+                 if "speculative" not in text[text.rfind("\n", 0, m.start()) + 1:m.start()]]
+        if found:
+            last = found[-1]
+            return last.group(1), "%s:%d" % (rel, text.count("\n", 0, last.start(1)) + 1)
+    return None, None
 
 
 def _field_default(source, name):
@@ -365,6 +395,7 @@ def rules(path):
     out["state_pool"], out["state_pool_source"] = state_pool(source)
     out["mamba_full_memory_ratio"], out["mamba_full_memory_ratio_source"] = _field_default(
         source, "mamba_full_memory_ratio")
+    out["nemotron_h_sm100"], out["nemotron_h_sm100_source"] = nemotron_h_sm100(source)
     out["launch_refusals"] = launch_refusals(source)
     out["dflash_draft_backend"], out["dflash_draft_backend_source"] = dflash_draft_backend(source, algorithms)
     out["sm100_default_with_dflash"], out["sm100_default_with_dflash_source"] = sm100_default_with_dflash(source)

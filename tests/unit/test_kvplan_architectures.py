@@ -55,7 +55,6 @@ def test_kimi_linear_is_refused_by_name():
 
 
 @pytest.mark.parametrize("arch, family, need", [
-    ("NemotronHForCausalLM", "Nemotron-H", "Mamba"),
     ("DeepseekV32ForCausalLM", "DeepSeek-V3.2", "indexer"),
     ("KimiLinearForCausalLM", "Kimi-Linear", "KDA"),
 ])

@@ -155,3 +155,49 @@ def test_qwen3_5_is_planned_from_its_text_config_with_the_multimodal_reserve():
     newer = kv.plan(dict(spec, pre_load_avail_gib=got["pre_load_avail_gib"],
                          post_load_avail_gib=got["post_load_avail_gib"]))
     assert older["predicted_pool_tokens"] > newer["predicted_pool_tokens"]
+
+
+# nvidia/Nemotron-H-8B-Base-8K (the fields configs/nemotron_h.py reads): 24 Mamba2 layers and 4 attention layers by
+# hybrid_override_pattern; the same config is put to the real releases (tests/contract/real/cases.py)
+NEMOTRON_H = {"architectures": ["NemotronHForCausalLM"], "model_type": "nemotron_h",
+              "hybrid_override_pattern": "M-M-M-M*-M-M-M-M-M*-M-M-M-M-M*-M-M-M-M-M*-M-M-M-M-M-",
+              "hidden_size": 4096, "num_hidden_layers": 52, "num_attention_heads": 32, "num_key_value_heads": 8,
+              "head_dim": 128, "ssm_state_size": 128, "mamba_num_heads": 128, "mamba_head_dim": 64, "n_groups": 8,
+              "conv_kernel": 4, "expand": 2, "intermediate_size": 21504, "vocab_size": 131072,
+              "max_position_embeddings": 8192, "torch_dtype": "bfloat16"}
+
+
+def nemotron(gpu=H200, **more):
+    spec = dict(gpu, model_config=NEMOTRON_H, checkpoint_gib=15.2, context_target=8192, version="0.5.23", tp_size=1)
+    spec.update(more)
+    return spec
+
+
+def test_nemotron_h_keeps_state_for_its_mamba_layers_and_kv_for_its_attention_layers():
+    # configs/nemotron_h.py mamba2_cache_params: conv (64 x 128 + 2 x 8 x 128) x 3 bf16, ssm 128 x 64 x 128 fp32,
+    # per Mamba2 layer ('M'); KV only in the 4 attention layers ('*'), GQA 8 x 128, bf16
+    per_layer = (64 * 128 + 2 * 8 * 128) * 3 * 2 + 128 * 64 * 128 * 4
+    assert linear.state_bytes(NEMOTRON_H, 1) == 24 * per_layer
+    assert kv.cell_bytes(nemotron()) == 4 * 8 * 128 * 2 * 2
+    got = kv.plan(nemotron())
+    assert got["state_slots"] > 0 and got["max_total_tokens"] is None
+
+
+@pytest.mark.parametrize("version, page", [("0.5.15", 1), ("0.5.23", 64)])
+def test_nemotron_h_on_sm100_gets_the_page_of_the_backend_its_release_picks(version, page):
+    # flashinfer keeps the page up to 0.5.18, trtllm_mha forces 64 from 0.5.19 (rules.json nemotron_h_sm100); the
+    # real 0.5.15 and 0.5.23 resolvers resolve the same on a B200 (nemotron-h-tp2-fill-b200)
+    from sglang_kvplan import pages
+
+    spec = nemotron(B200, version=version, tp_size=2)
+    assert pages.pool_page(kv.normalize_spec(spec)) == page
+    assert kv.plan(spec)["predicted_pool_tokens"] % page == 0
+
+
+def test_nemotron_h_on_sm100_is_refused_where_the_releases_pick_was_not_read(monkeypatch):
+    from sglang_kvplan import releases
+
+    monkeypatch.setitem(releases.RULES, "0.5.23", dict(releases.RULES["0.5.23"], nemotron_h_sm100=None))
+    with pytest.raises(kv.KVPlanError, match="sglang_gpu_compute_capability"):
+        kv.plan(nemotron(B200, tp_size=2))
+    assert kv.plan(nemotron())["state_slots"] > 0  # an H200 keeps the page asked for in any case

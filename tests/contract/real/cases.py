@@ -90,6 +90,15 @@ MODELS = {
                                     + (["linear_attention"] * 3 + ["full_attention"]) * 8},
                     "vision_config": {"model_type": "qwen3_5_moe", "depth": 27, "hidden_size": 1152,
                                       "out_hidden_size": 2048}},
+    # nvidia/Nemotron-H-8B-Base-8K's config.json (the fields SGLang's NemotronHConfig reads): 24 Mamba2 layers and
+    # 4 GQA attention layers by hybrid_override_pattern (linear.py)
+    "nemotron-h-8b": {"architectures": ["NemotronHForCausalLM"], "model_type": "nemotron_h",
+                      "hybrid_override_pattern": "M-M-M-M*-M-M-M-M-M*-M-M-M-M-M*-M-M-M-M-M*-M-M-M-M-M-",
+                      "hidden_size": 4096, "num_hidden_layers": 52, "num_attention_heads": 32,
+                      "num_key_value_heads": 8, "head_dim": 128, "ssm_state_size": 128, "mamba_num_heads": 128,
+                      "mamba_head_dim": 64, "n_groups": 8, "conv_kernel": 4, "expand": 2, "intermediate_size": 21504,
+                      "vocab_size": 131072, "max_position_embeddings": 8192, "torch_dtype": "bfloat16",
+                      "mlp_hidden_act": "relu2"},
     # A small Llama as a STANDALONE draft (Llama-3.2-1B's geometry).
     "llama-3.2-1b": dict(_preset("llama-3.1-8b", model_type="llama", vocab_size=128256), num_hidden_layers=16,
                          hidden_size=2048, num_attention_heads=32, head_dim=64),
@@ -198,6 +207,8 @@ MATRIX = [
           extra_args=["--mamba-full-memory-ratio", "0.5"]),
     _case("qwen3.5-moe-tp2-fill-h200", "h200", "qwen3.5-moe", tp_size=2, context_target=262144,
           checkpoint_gib=67.0),
+    _case("nemotron-h-fill-h200", "h200", "nemotron-h-8b", tp_size=1, context_target=8192, checkpoint_gib=15.2),
+    _case("nemotron-h-tp2-fill-b200", "b200", "nemotron-h-8b", tp_size=2, context_target=8192, checkpoint_gib=15.2),
 ]
 
 RELEASES = ("0.5.23", "0.5.15")

@@ -112,10 +112,13 @@ def state_pools(args, field, model_config, rest, page):
     runner = _runner(args, field, model_config, page)
     try:
         from sglang.srt.configs.hybrid_arch import mambaish_config
-    except ImportError:  # 0.5.15: a ModelRunner property (the Gated DeltaNet family's, for Qwen3-Next)
+    except ImportError:  # 0.5.15: ModelRunner properties (Mamba2's for Nemotron-H, Gated DeltaNet's for Qwen3-Next)
         from sglang.srt.model_executor.model_runner import ModelRunner
 
-        runner.mambaish_config = ModelRunner.hybrid_gdn_config.fget(runner)
+        runner.is_draft_worker = False
+        runner.mamba2_config = ModelRunner.mamba2_config.fget(runner)
+        runner.hybrid_gdn_config = ModelRunner.hybrid_gdn_config.fget(runner)
+        runner.mambaish_config = runner.mamba2_config or runner.hybrid_gdn_config
     else:
         runner.mambaish_config = mambaish_config(model_config)
     if runner.mambaish_config is None:

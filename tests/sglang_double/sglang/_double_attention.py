@@ -19,6 +19,9 @@ utils/common.py device_capability_majors=[10]) with no --attention-backend:
 - The Qwen3-Next family (hybrid Gated DeltaNet): triton by its own override, page kept (0.5.13 server_args.py,
   0.5.23 arg_groups/model_overrides/qwen3_5.py:17-50 `sm100_default_attn_backend = "triton"`; the real 0.5.23 and
   0.5.15 resolvers pick it on a B200 with the defaults).
+- Nemotron-H: its own override's pick with no draft, flashinfer (page kept) up to 0.5.18, trtllm_mha from 0.5.19
+  (0.5.15 arg_groups/overrides.py:781, 0.5.23 arg_groups/model_overrides/nemotron_h.py:148; rules.json
+  nemotron_h_sm100).
 Elsewhere (SM90, SM120, ...) the page asked for is kept.
 """
 
@@ -67,6 +70,9 @@ def default_backend(args, config, gpu, release, rules):
     cfg = sim.language_config(config)
     if (config.get("architectures") or [None])[0] in HYBRID_GDN and not args.speculative_algorithm:
         return "triton"
+    if (config.get("architectures") or [None])[0] == "NemotronHForCausalLM" and not args.speculative_algorithm \
+            and rules.get("nemotron_h_sm100"):
+        return rules["nemotron_h_sm100"]
     if cfg.get("kv_lora_rank"):
         arch = (config.get("architectures") or [None])[0]
         return "trtllm_mla" if arch in DEEPSEEK_FAMILY[release] else "flashinfer"
