@@ -49,6 +49,8 @@ LINEAR = {
     "Qwen3_5MoeForConditionalGeneration": ("Qwen3.5 MoE", "models/qwen3_5.py:3021"),
     # Mamba2 layers and a few GQA attention layers, by hybrid_override_pattern (configs/nemotron_h.py)
     "NemotronHForCausalLM": ("Nemotron-H", "models/nemotron_h.py:1361"),
+    # KDA layers and a few MLA layers, by linear_attn_config's kda_layers (configs/kimi_linear.py)
+    "KimiLinearForCausalLM": ("Kimi-Linear", "models/kimi_linear.py:1017"),
 }
 
 # Families SGLang serves with pools the planner does not model yet: refused by name, with what they need.
@@ -56,9 +58,6 @@ UNSIZED = {
     "DeepseekV32ForCausalLM": ("DeepSeek-V3.2", "models/deepseek_v2.py:3595",
                                "DeepSeek sparse attention (an indexer cache beside the MLA pool, page 64, "
                                "model_executor/pool_configurator.py:283-309, 399-410)"),
-    "KimiLinearForCausalLM": ("Kimi-Linear", "models/kimi_linear.py:1017",
-                              "KDA linear-attention layers (the layers linear_attn_config names keep a state per "
-                              "request slot; only its full-attention layers hold KV)"),
 }
 
 # Gemma 3: every release in releases/rules.json, 0.5.9 to 0.5.23, sets disable_hybrid_swa_memory for
@@ -137,7 +136,7 @@ def check_architecture(config, release, where="model_config"):
 
 def _known_short():
     return ("Llama, Mistral/Mixtral, Qwen2/Qwen3 (MoE too), DeepSeek-V2/V3/R1, Kimi K2/K2.5/K2.6, Gemma 3, gpt-oss, "
-            "Qwen3-Next, Qwen3.5, Nemotron-H")
+            "Qwen3-Next, Qwen3.5, Nemotron-H, Kimi-Linear")
 
 
 def markdown():

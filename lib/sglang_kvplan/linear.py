@@ -1,6 +1,7 @@
-"""A hybrid linear-attention model's state pool (Qwen3-Next, Qwen3.5, Nemotron-H), as SGLang 0.5.13+ sizes it.
+"""A hybrid linear-attention model's state pool (Qwen3-Next, Qwen3.5, Nemotron-H, Kimi-Linear), as SGLang 0.5.13+
+sizes it.
 
-Its Gated DeltaNet (or Mamba2) layers keep no KV: each request holds one state per layer in a slot of a second
+Its Gated DeltaNet (Mamba2, KDA) layers keep no KV: each request holds one state per layer in a slot of a second
 pool, sized before the KV pool from the same rest (0.5.23 mem_cache/kv_cache_configurator.py
 _handle_max_mamba_cache :3230-3408; 0.5.15 model_executor/model_runner_kv_cache_mixin.py handle_max_mamba_cache;
 releases/rules.json `state_pool`, read from each wheel):
@@ -44,6 +45,12 @@ _GDN = {"intermediate": ("linear_value_head_dim", "linear_num_value_heads"), "n_
 _MAMBA2 = {"intermediate": ("mamba_head_dim", "mamba_num_heads"), "n_groups": "n_groups",
            "num_heads": "mamba_num_heads", "head_dim": "mamba_head_dim", "state_size": "ssm_state_size",
            "conv_kernel": "conv_kernel"}
+# Kimi-Linear's KDA layers (configs/kimi_linear.py mamba2_cache_params, KimiLinearStateShape.create in
+# configs/mamba_utils.py): conv (K - 1) x (q, k, v: 3 x heads x head_dim) and a (heads, head_dim, head_dim) state, the
+# same shapes as Mamba2's with intermediate = heads x head_dim, n_groups = heads, state_size = head_dim; the fields
+# live under linear_attn_config
+_KDA = {"intermediate": ("head_dim", "num_heads"), "n_groups": "num_heads", "num_heads": "num_heads",
+        "head_dim": "head_dim", "state_size": "head_dim", "conv_kernel": "short_conv_kernel_size"}
 # Nemotron-H's layer letters (configs/nemotron_h.py _pattern_to_list): Mamba2, attention, MLP, MoE
 _PATTERN = {"M": "mamba", "*": "attention", "-": "mlp", "E": "moe"}
 
@@ -56,9 +63,33 @@ def _positive(cfg, name):
     return value
 
 
+def _family(arch):
+    return LINEAR[arch][0].split()[0]
+
+
+def _fields_of(arch, cfg):
+    """(the family's field map, the dict that holds its fields)."""
+    family = _family(arch)
+    if family == "Kimi-Linear":
+        sub = cfg.get("linear_attn_config")
+        if not isinstance(sub, dict):
+            raise KVPlanError("model_config: Kimi-Linear's linear_attn_config must be a mapping in config.json, got "
+                              "%r. Stage the checkpoint's config.json again." % (sub,))
+        return _KDA, sub
+    return (_MAMBA2 if family == "Nemotron-H" else _GDN), cfg
+
+
 def _kinds(arch, cfg):
     """(full-attention layers, state layers) as the release counts them."""
-    if LINEAR[arch][0].startswith("Nemotron"):
+    if _family(arch) == "Kimi-Linear":
+        # layer l (0-based) is KDA when l + 1 is in linear_attn_config's kda_layers (configs/kimi_linear.py)
+        layers, kda = _positive(cfg, "num_hidden_layers"), cfg["linear_attn_config"].get("kda_layers")
+        if not isinstance(kda, list) or not all(isinstance(n, int) and not isinstance(n, bool) for n in kda):
+            raise KVPlanError("model_config: Kimi-Linear's linear_attn_config.kda_layers must list the KDA layers "
+                              "(1-based), got %r. Stage the checkpoint's config.json again." % (kda,))
+        linear = sum(1 for layer in range(layers) if layer + 1 in kda)
+        return layers - linear, linear
+    if _family(arch) == "Nemotron-H":
         # layers_block_type, else the hybrid_override_pattern's letters (configs/nemotron_h.py)
         kinds = cfg.get("layers_block_type")
         if kinds is None and isinstance(cfg.get("hybrid_override_pattern"), str):
@@ -81,9 +112,9 @@ def layout(config):
     if arch not in LINEAR:
         return None
     cfg = _text(config)
-    fields = _MAMBA2 if LINEAR[arch][0].startswith("Nemotron") else _GDN
-    out = {key: _positive(cfg, name) for key, name in fields.items() if key != "intermediate"}
-    out["intermediate"] = _positive(cfg, fields["intermediate"][0]) * _positive(cfg, fields["intermediate"][1])
+    fields, holder = _fields_of(arch, cfg)
+    out = {key: _positive(holder, name) for key, name in fields.items() if key != "intermediate"}
+    out["intermediate"] = _positive(holder, fields["intermediate"][0]) * _positive(holder, fields["intermediate"][1])
     out["fields"] = fields
     if out["conv_kernel"] < 2:
         raise KVPlanError("model_config: %s %d keeps no conv state; stage the checkpoint's config.json again."
@@ -99,8 +130,11 @@ def layout(config):
 # arg_groups/model_overrides/qwen3_5.py:17-50, registered for these three; 0.5.13+ alike). Nemotron-H's own override
 # picks flashinfer there up to 0.5.18, which keeps the page too, and trtllm_mha from 0.5.19, which forces its own
 # (rules.json nemotron_h_sm100, read from each wheel; pages.py). The real 0.5.23 and 0.5.15 resolvers agree on a B200.
+# Kimi-Linear's MLA layers get the release's default MLA backend, flashinfer on SM100 (0.5.10-0.5.23: the MLA branch of
+# the default backend; only the DeepSeek family's own override picks trtllm_mla), which keeps the page too.
 TRITON_ON_SM100 = ("Qwen3NextForCausalLM", "Qwen3_5ForConditionalGeneration", "Qwen3_5MoeForConditionalGeneration")
 NEMOTRON_H = "NemotronHForCausalLM"
+KEEPS_PAGE = TRITON_ON_SM100 + ("KimiLinearForCausalLM",)
 
 
 def keeps_page(spec):
@@ -109,7 +143,7 @@ def keeps_page(spec):
     arch = architecture(spec["model_config"])
     if arch == NEMOTRON_H:
         return spec["_rules"].get("nemotron_h_sm100") == "flashinfer"
-    return arch in TRITON_ON_SM100
+    return arch in KEEPS_PAGE
 
 
 def _text(config):

@@ -99,6 +99,24 @@ MODELS = {
                       "mamba_head_dim": 64, "n_groups": 8, "conv_kernel": 4, "expand": 2, "intermediate_size": 21504,
                       "vocab_size": 131072, "max_position_embeddings": 8192, "torch_dtype": "bfloat16",
                       "mlp_hidden_act": "relu2"},
+    # moonshotai/Kimi-Linear-48B-A3B-Instruct's config.json (SGLang's own KimiLinearConfig reads it; auto_map left
+    # out): 20 KDA layers and 7 MLA layers by linear_attn_config (linear.py)
+    "kimi-linear-48b": {"architectures": ["KimiLinearForCausalLM"], "model_type": "kimi_linear",
+                        "torch_dtype": "bfloat16", "vocab_size": 163840, "hidden_size": 2304,
+                        "intermediate_size": 9216, "num_hidden_layers": 27, "num_attention_heads": 32,
+                        "num_key_value_heads": 32, "head_dim": 72, "hidden_act": "silu", "rms_norm_eps": 1e-05,
+                        "rope_theta": 10000.0, "tie_word_embeddings": False, "model_max_length": 1048576,
+                        "first_k_dense_replace": 1, "moe_intermediate_size": 1024, "moe_layer_freq": 1,
+                        "moe_renormalize": True, "moe_router_activation_func": "sigmoid", "num_experts": 256,
+                        "num_experts_per_token": 8, "num_shared_experts": 1, "routed_scaling_factor": 2.446,
+                        "use_grouped_topk": True, "num_expert_group": 1, "topk_group": 1, "q_lora_rank": None,
+                        "kv_lora_rank": 512, "qk_nope_head_dim": 128, "qk_rope_head_dim": 64, "v_head_dim": 128,
+                        "mla_use_nope": True, "num_nextn_predict_layers": 0,
+                        "bos_token_id": 163584, "eos_token_id": 163586, "pad_token_id": 163839,
+                        "linear_attn_config": {"full_attn_layers": [4, 8, 12, 16, 20, 24, 27], "head_dim": 128,
+                                               "kda_layers": [1, 2, 3, 5, 6, 7, 9, 10, 11, 13, 14, 15, 17, 18, 19,
+                                                              21, 22, 23, 25, 26],
+                                               "num_heads": 32, "short_conv_kernel_size": 4}},
     # A small Llama as a STANDALONE draft (Llama-3.2-1B's geometry).
     "llama-3.2-1b": dict(_preset("llama-3.1-8b", model_type="llama", vocab_size=128256), num_hidden_layers=16,
                          hidden_size=2048, num_attention_heads=32, head_dim=64),
@@ -209,6 +227,9 @@ MATRIX = [
           checkpoint_gib=67.0),
     _case("nemotron-h-fill-h200", "h200", "nemotron-h-8b", tp_size=1, context_target=8192, checkpoint_gib=15.2),
     _case("nemotron-h-tp2-fill-b200", "b200", "nemotron-h-8b", tp_size=2, context_target=8192, checkpoint_gib=15.2),
+    _case("kimi-linear-fill-h200", "h200", "kimi-linear-48b", tp_size=1, context_target=262144, checkpoint_gib=91.6),
+    _case("kimi-linear-tp2-fill-b200", "b200", "kimi-linear-48b", tp_size=2, context_target=262144,
+          checkpoint_gib=91.6),
 ]
 
 RELEASES = ("0.5.23", "0.5.15")

@@ -86,13 +86,16 @@ def _runner(args, field, model_config, page):
     """The attributes a KV-cache configurator (0.5.22+) or a ModelRunner (0.5.15) reads, from the real config."""
     import types
 
+    from sglang.srt.configs.model_config import AttentionArch
     from sglang.srt.speculative.spec_info import SpeculativeAlgorithm
 
     runner = types.SimpleNamespace(
         model_config=model_config, kv_cache_dtype=kv_dtype(model_config, field("kv_cache_dtype")),
         kv_cache_dtype_str=field("kv_cache_dtype"), is_hybrid_swa=False, is_draft_worker=False, page_size=page,
         pp_size=field("pp_size"), server_args=args, attn_dp_size=1, dp_size=field("dp_size"),
-        fused_entry_bytes=lambda name: None, extra_mamba_cache_bytes_per_req=0, use_mla_backend=False,
+        fused_entry_bytes=lambda name: None, extra_mamba_cache_bytes_per_req=0,
+        # as ModelRunner.__init__ sets it (0.5.23 model_executor/model_runner.py:406, 0.5.15 :414)
+        use_mla_backend=model_config.attention_arch == AttentionArch.MLA,
         spec_algorithm=SpeculativeAlgorithm.from_string(field("speculative_algorithm")),
         start_layer=0, end_layer=model_config.num_hidden_layers, num_effective_layers=model_config.num_hidden_layers,
         layer_info=types.SimpleNamespace(start_layer=0, end_layer=model_config.num_hidden_layers,
@@ -112,13 +115,14 @@ def state_pools(args, field, model_config, rest, page):
     runner = _runner(args, field, model_config, page)
     try:
         from sglang.srt.configs.hybrid_arch import mambaish_config
-    except ImportError:  # 0.5.15: ModelRunner properties (Mamba2's for Nemotron-H, Gated DeltaNet's for Qwen3-Next)
+    except ImportError:  # 0.5.15: ModelRunner properties (Mamba2's, Gated DeltaNet's, KDA's)
         from sglang.srt.model_executor.model_runner import ModelRunner
 
         runner.is_draft_worker = False
         runner.mamba2_config = ModelRunner.mamba2_config.fget(runner)
         runner.hybrid_gdn_config = ModelRunner.hybrid_gdn_config.fget(runner)
-        runner.mambaish_config = runner.mamba2_config or runner.hybrid_gdn_config
+        runner.kimi_linear_config = ModelRunner.kimi_linear_config.fget(runner)
+        runner.mambaish_config = runner.mamba2_config or runner.hybrid_gdn_config or runner.kimi_linear_config
     else:
         runner.mambaish_config = mambaish_config(model_config)
     if runner.mambaish_config is None:

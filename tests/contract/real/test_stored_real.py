@@ -112,7 +112,7 @@ def test_headroom_is_sized_for_the_chunked_prefill_sglang_resolves(version, rele
 
 
 @pytest.mark.parametrize("version, release, case", [p for p in _recorded() if p.values[2].get("probe")])
-def test_sliding_window_pools_are_the_ones_the_release_sizes(version, release, case):
+def test_each_pool_is_the_one_the_release_sizes(version, release, case):
     # the release's own configurator (pools_real.py) sized the recorded memory; the planner now plans from the same
     # memory (a different one: the recording is stale, run `make real-resolver`) and must find the same two pools
     now = _now(version, case)
