@@ -177,6 +177,8 @@ def spec(host, knobs, per_node, rank0_address, measured=None):
         disable_radix_cache=bool(_extra_switch(knobs, ("disable_radix_cache",))),
         mamba_full_memory_ratio=_extra_number(knobs, "mamba_full_memory_ratio"),
         mamba_option=_extra_switch(knobs, ("max_mamba_cache_size", "mamba_ssm_dtype")),
+        dsa_option=_extra_switch(knobs, ("dsa_prefill_backend", "dsa_decode_backend", "nsa_prefill_backend",
+                                         "nsa_decode_backend", "enable_hisparse", "dcp_size")),
         graph_gib=calibration.get("graph_gib"),
         boot_flags=calibration.get("boot_flags"))
     return out, server, node

@@ -53,11 +53,10 @@ LINEAR = {
     "KimiLinearForCausalLM": ("Kimi-Linear", "models/kimi_linear.py:1017"),
 }
 
-# Families SGLang serves with pools the planner does not model yet: refused by name, with what they need.
-UNSIZED = {
-    "DeepseekV32ForCausalLM": ("DeepSeek-V3.2", "models/deepseek_v2.py:3595",
-                               "DeepSeek sparse attention (an indexer cache beside the MLA pool, page 64, "
-                               "model_executor/pool_configurator.py:283-309, 399-410)"),
+# DeepSeek sparse attention, sized by sparse.py: the MLA row in the dtype the release picks and the indexer's keys,
+# page 64 (0.5.15+).
+SPARSE = {
+    "DeepseekV32ForCausalLM": ("DeepSeek-V3.2", "models/deepseek_v2.py:3595"),
 }
 
 # Gemma 3: every release in releases/rules.json, 0.5.9 to 0.5.23, sets disable_hybrid_swa_memory for
@@ -105,8 +104,8 @@ def check_architecture(config, release, where="model_config"):
     arch = architecture(config, where)
     if arch is None or arch in KNOWN:
         return arch
-    if arch in LINEAR:
-        return arch  # the release's rule is checked with the rest of the state pool's (linear.check)
+    if arch in LINEAR or arch in SPARSE:
+        return arch  # the release's rule is checked with the rest of the family's (linear.check, sparse.check)
     if arch in SLIDING:
         rule = RULES[release]["swa_pool"]
         if rule != "ratio_cell":
@@ -124,11 +123,6 @@ def check_architecture(config, release, where="model_config"):
                           "arg_groups/model_overrides/gemma2_gemma3.py in 0.5.23), so its pool split cannot be "
                           "sized. Use one of those releases, or size it by hand with --max-total-tokens."
                           % (where, arch, release))
-    if arch in UNSIZED:
-        family, source, needs = UNSIZED[arch]
-        raise KVPlanError("%s: %s (architectures %s, SGLang 0.5.23 %s) needs %s, which the planner does not model "
-                          "yet: its plan would be wrong. Size it by hand with --max-total-tokens, or choose a "
-                          "full-attention model (%s)." % (where, family, arch, source, needs, _known_short()))
     raise KVPlanError("%s: architectures %s is not one the planner knows, so it cannot tell its attention layout "
                       "(it sizes full-attention GQA/MHA and MLA models: %s). Size it by hand with "
                       "--max-total-tokens, or choose a known model." % (where, arch, _known_short()))
@@ -136,7 +130,7 @@ def check_architecture(config, release, where="model_config"):
 
 def _known_short():
     return ("Llama, Mistral/Mixtral, Qwen2/Qwen3 (MoE too), DeepSeek-V2/V3/R1, Kimi K2/K2.5/K2.6, Gemma 3, gpt-oss, "
-            "Qwen3-Next, Qwen3.5, Nemotron-H, Kimi-Linear")
+            "Qwen3-Next, Qwen3.5, Nemotron-H, Kimi-Linear, DeepSeek-V3.2")
 
 
 def markdown():
@@ -149,6 +143,6 @@ def markdown():
              for arch, (_, where) in SLIDING.items()]
     rows += ["| `%s` | a KV pool of its full-attention layers and a state pool of request slots (`linear.py`), "
              "from 0.5.13 | `%s` |" % (arch, where) for arch, (_, where) in LINEAR.items()]
-    rows += ["| `%s` | refused by name: %s | `%s` |" % (arch, needs, where)
-             for arch, (_, where, needs) in UNSIZED.items()]
+    rows += ["| `%s` | one MLA pool with its sparse-attention indexer keys, in the KV dtype and page 64 the release "
+             "picks (`sparse.py`), from 0.5.15 | `%s` |" % (arch, where) for arch, (_, where) in SPARSE.items()]
     return "\n".join(rows) + "\n"

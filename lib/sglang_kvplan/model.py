@@ -11,7 +11,7 @@ Mirrors SGLang's model_runner / pool_configurator (docs/kv-pool-formula.md has t
 
 import math
 
-from . import linear, sliding
+from . import linear, sliding, sparse
 from .architectures import GEMMA3, check_architecture
 from .refusals import check_launch, check_lora
 from .releases import ELEM_BYTES, MODEL_FREE_ALGORITHMS, OWN_GEOMETRY_ALGORITHMS, RULES, first_release_with
@@ -97,7 +97,8 @@ def check_geometry(spec):
     # Gemma 3 carries sliding_window/layer_types that the releases it is known on turn off (one plain pool).
     arch = check_architecture(spec["model_config"], spec["_release"])
     # A sliding-window architecture the planner sizes (sliding.py) carries the keys below by design.
-    planned_hybrid = sliding.layout(spec["model_config"]) or linear.layout(spec["model_config"])
+    planned_hybrid = (sliding.layout(spec["model_config"]) or linear.layout(spec["model_config"])
+                      or sparse.is_sparse(spec["model_config"]))
     unsupported = None if arch in GEMMA3 or planned_hybrid else _unsupported_layout(cfg)
     if unsupported:
         raise KVPlanError("model_config: this checkpoint uses %s (config.json has %r), which the planner cannot "
@@ -129,6 +130,7 @@ def check_geometry(spec):
     check_speculative(spec)
     sliding.check(spec)
     linear.check(spec)
+    sparse.check(spec, cfg)
 
 
 def is_mla(config):
@@ -178,6 +180,8 @@ def target_cell_bytes(spec):
         return sliding.cell(spec, _own_cell(config, elem, attn_tp, 1), _sliding_layer_bytes(config, elem, attn_tp))
     if linear.layout(config):  # only the full-attention layers hold KV (linear.py)
         return _own_cell(config, elem, attn_tp, linear.layout(config)["full"])
+    if sparse.is_sparse(config):  # the release's dtype and row, and the indexer's keys (sparse.py)
+        return sparse.cell_bytes(spec, text_config(config), layers_per_stage(config, spec["pp_size"]))
     return _own_cell(config, elem, attn_tp, layers_per_stage(config, spec["pp_size"]))
 
 

@@ -17,7 +17,7 @@ facts say, and trtllm_mla can be chosen on SM12x too, 0.5.9 server_args.py).
 
 import math
 
-from . import linear
+from . import linear, sparse
 from .model import is_mla, text_config
 
 SM100_MAJOR = 10  # is_sm100_supported: device_capability_majors=[10] (0.5.9 utils/common.py)
@@ -79,6 +79,8 @@ def pool_page(spec):
     (the conservative prediction); the page asked for elsewhere (and for MLA off a known SM100, as before).
     A GQA/MHA model whose speculative setting makes SGLang leave trtllm_mha/fa4 for flashinfer keeps its page on
     every GPU (sm100_default_is_kept)."""
+    if sparse.is_sparse(spec["model_config"]):
+        return sparse.PAGE  # DeepSeek-V3.2: SGLang sets page 64 on every CUDA GPU (sparse.py)
     sm100 = gpu_is_sm100(spec)
     mla = is_mla(spec["model_config"])
     # A hybrid model whose own SM100 override picks a backend that keeps the page (linear.keeps_page: triton for

@@ -19,7 +19,7 @@ reaches the target (plus a margin while P and A are estimates).
 
 import math
 
-from . import concurrency, fill, linear, sliding
+from . import concurrency, fill, linear, sliding, sparse
 from .linear import state_pool
 from .memory import GIB, draft_weights, fraction_ceiling, memory, mm_reserve_gib, pool_tokens, profile_post
 from .model import (
@@ -358,8 +358,10 @@ def plan(raw_spec):
     if cap is not None:
         args += ["--max-total-tokens", str(cap)]
     args += ["--mem-fraction-static", "%.3f" % fraction, "--max-running-requests", str(running)]
-    if spec["kv_cache_dtype"] != "auto":
-        args += ["--kv-cache-dtype", spec["kv_cache_dtype"]]
+    # DeepSeek-V3.2's 'auto' follows the GPU (sparse.py): the plan names the dtype it sized the pool for
+    kv_dtype = sparse.kv_dtype(spec) if sparse.is_sparse(spec["model_config"]) else spec["kv_cache_dtype"]
+    if kv_dtype != "auto":
+        args += ["--kv-cache-dtype", kv_dtype]
     if spec["page_size"] != 1:
         args += ["--page-size", str(spec["page_size"])]
     args += speculative_args(spec) + model_args(spec) + node_args(spec)
@@ -381,7 +383,7 @@ def plan(raw_spec):
         "tradeoff": concurrency.tradeoff(spec, pool, per_table, running_why, parts, concurrency.alternatives(
             spec, Budget, budget, pool, target, headroom_min, pre)) + fill.tradeoff(filled, pool, needed, budget.cell)
         + sliding.tradeoff(spec, pool, page)
-        + linear.tradeoff(spec, budget.state, budget.rest(fraction), running),
+        + linear.tradeoff(spec, budget.state, budget.rest(fraction), running) + sparse.tradeoff(spec),
         "predicted_pool_tokens": pool,
         "required_pool_tokens": required,
         "headroom_gib": round(left, 3),
@@ -410,6 +412,8 @@ def plan(raw_spec):
     }
     if sliding.layout(spec["model_config"]):
         result["sliding_window_pool_tokens"] = sliding.sliding_tokens(spec, pool, page)
+    if sparse.is_sparse(spec["model_config"]):
+        result["sparse_kv_cache_dtype"] = kv_dtype
     if budget.state is not None:
         result.update(state_slots=budget.state.slots(budget.rest(fraction)),
                       state_gib=round(budget.state_gib(fraction), 3))

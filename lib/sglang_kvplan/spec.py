@@ -83,6 +83,9 @@ _KEYS = {
     # (None: the release's default), and the sglang_extra_args item that sizes the state another way, refused.
     "mamba_full_memory_ratio": ("pos_float", None),
     "mamba_option": ("str_or_none", None),
+    # The sglang_extra_args item that changes DeepSeek-V3.2's KV layout (its DSA kernels, HiSparse, DCP): refused
+    # (sparse.py).
+    "dsa_option": ("str_or_none", None),
     # The RoPE scaling the model card documents, to serve past the model's window (rope.py); {} or None: none.
     "rope_scaling": ("rope_scaling", None),
     # The flags of the boot a stored calibration measured (fill.py keeps them while that boot met the rules).
@@ -108,6 +111,7 @@ _DERIVED = {
     "disable_radix_cache": "--disable-radix-cache in sglang_extra_args",
     "mamba_full_memory_ratio": "--mamba-full-memory-ratio in sglang_extra_args",
     "mamba_option": "--max-mamba-cache-size or --mamba-ssm-dtype in sglang_extra_args",
+    "dsa_option": "--dsa-*-backend, --enable-hisparse or --dcp-size in sglang_extra_args",
     "graph_gib": "sglang_calibration's graph_gib, measured by a boot",
     "boot_flags": "the stored calibration's boot_flags, the flags of the boot it measured",
 }

@@ -42,6 +42,9 @@ every rule records the file (under the wheel) it was read from. Detectors, one p
 - nemotron_h_sm100: the attention backend Nemotron-H's own override picks on SM100 with none asked and no draft:
   'flashinfer' (0.5.13-0.5.18, the page asked for kept) or 'trtllm_mha' (0.5.19+, its page forced), None where none
   is read.
+- dsa_layout: DeepSeek-V3.2's KV dtype, DSA backends, forced page and indexer bytes, 'v32_by_major' where worded
+  as 0.5.17-0.5.23 word them (dsa_layout's docstring), 'v32_raw_sized' for 0.5.15-0.5.16 (the pool counted by the
+  raw MLA row), else None.
 - speculative_algorithms, kv_cache_dtypes: from the release's flag table (extract_flags.py).
 - torch, torch_cuda, min_driver_branch: the wheel's METADATA (`torch==`, `cuda-python` pin; CUDA 12.9 needs
   driver branch 575, CUDA 13.0 branch 580, NVIDIA's CUDA toolkit release notes).
@@ -165,6 +168,36 @@ def nemotron_h_sm100(source):
             last = found[-1]
             return last.group(1), "%s:%d" % (rel, text.count("\n", 0, last.start(1)) + 1)
     return None, None
+
+
+def dsa_layout(source):
+    """DeepSeek-V3.2's KV layout rules (DSA), where the release words them as 0.5.15-0.5.23 do: the KV dtype 'auto'
+    resolves to fp8_e4m3 on SM100+ and bfloat16 below, fp8 gets the trtllm DSA backends on SM100+ (the MLA row kept
+    raw, kv_lora_rank + rope bytes) and flashmla_kv below (scaled: + 4 bytes per 128 and the rope in bf16), bf16 gets
+    trtllm decode on SM100+ and fa3 below, the page is forced to 64 and the indexer keeps index_head_dim + 4 bytes per
+    128 per layer. 'v32_by_major' with the file:line of the dtype rule ('v32_raw_sized' where the configurator
+    counts the tokens by the raw row whatever the kernels allocate, 0.5.15-0.5.16), or None where any is worded
+    otherwise (0.5.9-0.5.14 pick flashmla_kv for fp8 on SM100 too: not read, refused)."""
+    dtype = re.compile(r"kv_cache_dtype = \(?\s*\"fp8_e4m3\" if major >= 10")
+    fp8 = re.compile(r"default = \"trtllm\" if major >= 10 else \"flashmla_kv\"")
+    bf16 = re.compile(r"\"dsa_decode_backend\"\] = \"trtllm\" if major >= 10 else \"fa3\"")
+    page = re.compile(r"Setting page size to (?:64|\{page_size\}) for DeepSeek DSA")
+    indexer = re.compile(r"index_head_dim\s*\+ index_head_dim // \w+\.quant_block_size \* 4")
+    found, where = set(), None
+    for rel in _python_files(source) + [SRT + "model_executor/pool_configurator.py"]:
+        text = source.read(rel) or ""
+        for name, pattern in (("dtype", dtype), ("fp8", fp8), ("bf16", bf16), ("page", page), ("indexer", indexer)):
+            match = pattern.search(text)
+            if match:
+                found.add(name)
+                if name == "dtype" and where is None:
+                    where = "%s:%d" % (rel, text.count("\n", 0, match.start()) + 1)
+    if found != {"dtype", "fp8", "bf16", "page", "indexer"}:
+        return None, None
+    # 0.5.17+ counts the pool's tokens by the row it allocates (calculate_mla_kv_cache_dim in the configurator);
+    # 0.5.15-0.5.16 count them by the raw row while flashmla_kv allocates the scaled one
+    sized = "calculate_mla_kv_cache_dim(" in (source.read(SRT + "model_executor/pool_configurator.py") or "")
+    return ("v32_by_major" if sized else "v32_raw_sized"), where
 
 
 def _field_default(source, name):
@@ -396,6 +429,7 @@ def rules(path):
     out["mamba_full_memory_ratio"], out["mamba_full_memory_ratio_source"] = _field_default(
         source, "mamba_full_memory_ratio")
     out["nemotron_h_sm100"], out["nemotron_h_sm100_source"] = nemotron_h_sm100(source)
+    out["dsa_layout"], out["dsa_layout_source"] = dsa_layout(source)
     out["launch_refusals"] = launch_refusals(source)
     out["dflash_draft_backend"], out["dflash_draft_backend_source"] = dflash_draft_backend(source, algorithms)
     out["sm100_default_with_dflash"], out["sm100_default_with_dflash_source"] = sm100_default_with_dflash(source)

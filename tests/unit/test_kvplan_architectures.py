@@ -10,7 +10,7 @@ import zipfile
 
 import pytest
 import sglang_kvplan as kv
-from sglang_kvplan.architectures import KNOWN, LINEAR, SLIDING
+from sglang_kvplan.architectures import KNOWN, LINEAR, SLIDING, SPARSE
 
 H200 = {"gpu_memory_mib": 143_771, "context_target": 32_768, "version": "0.5.23", "pool_policy": "target"}
 
@@ -58,15 +58,6 @@ def test_kimi_linear_is_planned_by_its_own_layers():
     assert kv.plan(dict(H200, model_config=KIMI_LINEAR, pool_policy="fill", checkpoint_gib=91.6))["state_slots"] > 0
 
 
-@pytest.mark.parametrize("arch, family, need", [
-    ("DeepseekV32ForCausalLM", "DeepSeek-V3.2", "indexer"),
-])
-def test_known_families_the_planner_cannot_size_are_refused_by_name(arch, family, need):
-    # A plain GQA geometry under each name: the architecture decides, not the keys (none of them is here)
-    message = refusal(dict(GQA, architectures=[arch]))
-    assert family in message and arch in message and need in message and "--max-total-tokens" in message
-
-
 def test_an_invented_architecture_is_refused_with_what_is_known():
     message = refusal(dict(GQA, architectures=["FancyNewForCausalLM"]))
     assert "architectures FancyNewForCausalLM is not one the planner knows" in message
@@ -90,7 +81,7 @@ def test_the_architecture_decides_before_the_keys():
 def test_every_preset_names_a_known_architecture():
     for name, preset in kv.load_presets().items():
         archs = preset["config"]["architectures"]
-        assert archs[0] in KNOWN or archs[0] in SLIDING or archs[0] in LINEAR, name
+        assert archs[0] in KNOWN or archs[0] in SLIDING or archs[0] in LINEAR or archs[0] in SPARSE, name
 
 
 def test_gemma3_27b_on_h200_at_0_5_23_is_one_plain_pool():
@@ -145,9 +136,8 @@ def test_each_release_turns_hybrid_swa_off_for_gemma3_at_the_cited_lines(release
 
 
 def _cited():
-    from sglang_kvplan.architectures import UNSIZED
     out = [(arch, where) for arch, where in KNOWN.items()]
-    out += [(arch, entry[1]) for table in (SLIDING, LINEAR, UNSIZED) for arch, entry in table.items()]
+    out += [(arch, entry[1]) for table in (SLIDING, LINEAR, SPARSE) for arch, entry in table.items()]
     return out
 
 

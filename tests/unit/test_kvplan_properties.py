@@ -6,12 +6,13 @@ import pytest
 import sglang_kvplan as kv
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
-from sglang_kvplan.architectures import LINEAR
+from sglang_kvplan.architectures import LINEAR, SPARSE
 
-# The pin's properties hold for models the planner pins; a hybrid linear-attention model is planned unpinned
-# (linear.py: its state pool takes its share whatever the pin), with its own tests (test_kvplan_linear.py).
+# The pin's properties hold for models the planner pins on any GPU; a hybrid linear-attention model is planned
+# unpinned (linear.py: its state pool takes its share whatever the pin), and DeepSeek-V3.2 only for a known GPU
+# family (sparse.py: its KV dtype follows it), each with its own tests (test_kvplan_linear.py, test_kvplan_sparse.py).
 presets = st.sampled_from(sorted(name for name, preset in kv.load_presets().items()
-                                 if preset["config"]["architectures"][0] not in LINEAR))
+                                 if preset["config"]["architectures"][0] not in {**LINEAR, **SPARSE}))
 pre = st.floats(min_value=20.0, max_value=190.0)
 weights_share = st.floats(min_value=0.05, max_value=0.9)
 fractions = st.integers(min_value=1, max_value=998).map(lambda n: n / 1000)

@@ -74,7 +74,7 @@ def test_target_beyond_native_window_is_refused():
 def test_every_preset_has_a_config_and_a_checkpoint_size():
     for name, preset in kv.load_presets().items():
         assert preset["checkpoint_gib"] > 0, name
-        assert kv.cell_bytes({"model": name}) > 0
+        assert kv.cell_bytes({"model": name, "gpu_compute_capability": "9.0"}) > 0
 
 
 def test_no_plan_asks_for_a_fraction_of_0_99_or_more():

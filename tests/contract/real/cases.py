@@ -57,6 +57,13 @@ MODELS = {
     "kimi-k2.6-dflash": _fixture("molecule/fixtures/kimi-k2.6-dflash/config.json"),
     "deepseek-v3": _preset("deepseek-v3", model_type="deepseek_v3"),
     "qwen3-32b": _preset("qwen3-32b", model_type="qwen3", vocab_size=151936),
+    # deepseek-ai/DeepSeek-V3.2's config.json: DeepSeek-V3's MLA and its sparse-attention indexer (index_*)
+    "deepseek-v3.2": dict(_preset("deepseek-v3", model_type="deepseek_v32", vocab_size=129280),
+                          architectures=["DeepseekV32ForCausalLM"], index_head_dim=128, index_n_heads=64,
+                          index_topk=2048, q_lora_rank=1536, n_routed_experts=256, num_experts_per_tok=8,
+                          n_shared_experts=1, moe_intermediate_size=2048, first_k_dense_replace=3,
+                          quantization_config={"quant_method": "fp8", "fmt": "e4m3", "activation_scheme": "dynamic",
+                                               "weight_block_size": [128, 128]}),
     "llama-3.1-8b": _preset("llama-3.1-8b", model_type="llama", vocab_size=128256),
     # An EAGLE3 head for Llama-3.1-8B (one decoder layer of the target's geometry, as the published heads).
     "llama-3.1-8b-eagle3": dict(_preset("llama-3.1-8b", model_type="llama", vocab_size=128256),
@@ -126,8 +133,10 @@ MODELS = {
 YARN = {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 32768}
 
 
-def _case(cid, gpu, model, draft=None, **knobs):
-    return {"id": cid, "gpu": gpu, "model": model, "draft": draft, "knobs": knobs}
+def _case(cid, gpu, model, draft=None, only=None, **knobs):
+    """A case of the matrix; `only`: the releases it is put to (all of RELEASES when None)."""
+    case = {"id": cid, "gpu": gpu, "model": model, "draft": draft, "knobs": knobs}
+    return dict(case, only=list(only)) if only else case
 
 
 def _dflash(**more):
@@ -227,6 +236,13 @@ MATRIX = [
           checkpoint_gib=67.0),
     _case("nemotron-h-fill-h200", "h200", "nemotron-h-8b", tp_size=1, context_target=8192, checkpoint_gib=15.2),
     _case("nemotron-h-tp2-fill-b200", "b200", "nemotron-h-8b", tp_size=2, context_target=8192, checkpoint_gib=15.2),
+    _case("dsv32-fill-h200", "h200", "deepseek-v3.2", tp_size=8, context_target=131072, checkpoint_gib=641.3),
+    # DeepSeek-V3.2 (sparse attention): bf16 row on the H200 and fp8 raw on the B200 as 'auto' resolves, and fp8 on
+    # the H200 (flashmla_kv's scaled row; 0.5.23 only: 0.5.15 counts that pool by the raw row, which the planner
+    # refuses, sparse.py 'v32_raw_sized', and its real configurator then counts 1,339,456 tokens, not 1,203,456)
+    _case("dsv32-fill-b200", "b200", "deepseek-v3.2", tp_size=8, context_target=131072, checkpoint_gib=641.3),
+    _case("dsv32-fp8-h200", "h200", "deepseek-v3.2", only=("0.5.23",), tp_size=8, context_target=131072,
+          checkpoint_gib=641.3, kv_cache_dtype="fp8_e4m3"),
     _case("kimi-linear-fill-h200", "h200", "kimi-linear-48b", tp_size=1, context_target=262144, checkpoint_gib=91.6),
     _case("kimi-linear-tp2-fill-b200", "b200", "kimi-linear-48b", tp_size=2, context_target=262144,
           checkpoint_gib=91.6),
@@ -294,7 +310,8 @@ def expected(spec, result):
     return {"context_length": plan["context_length"], "max_total_tokens": plan["max_total_tokens"],
             "mem_fraction_static": plan["mem_fraction_static"],
             "max_running_requests": plan["max_running_requests"],
-            "kv_cache_dtype": spec["kv_cache_dtype"],
+            # DeepSeek-V3.2's plan names the dtype 'auto' resolves to on the GPU (sparse.py)
+            "kv_cache_dtype": plan.get("sparse_kv_cache_dtype") or spec["kv_cache_dtype"],
             "page_size": pages.pool_page(spec_module.normalize_spec(spec)),
             "draft_tokens": plan_module._draft_extra_tokens(spec_module.normalize_spec(spec)),
             # what the headroom's prefill activations are sized for (memory.py chunked_prefill_tokens)
@@ -307,6 +324,8 @@ def expected(spec, result):
 def _pools(plan):
     if "sliding_window_pool_tokens" in plan:
         return {"full": plan["predicted_pool_tokens"], "sliding": plan["sliding_window_pool_tokens"]}
+    if "sparse_kv_cache_dtype" in plan:
+        return {"full": plan["predicted_pool_tokens"]}
     if "state_slots" in plan:
         return {"full": plan["predicted_pool_tokens"], "state_slots": plan["state_slots"],
                 "running": plan["max_running_requests"]}
@@ -314,8 +333,8 @@ def _pools(plan):
 
 
 def probe(spec, plan):
-    """The memory a sliding-window plan was made from (P and the A the profile starts from, GiB, unrounded), which
-    the driver gives the release's own pool configurator; None for other models."""
+    """The memory a sliding-window, hybrid or sparse-attention plan was made from (P and the A the profile starts
+    from, GiB, unrounded), which the driver gives the release's own pool configurator; None for other models."""
     if _pools(plan) is None:
         return None
     normalized = spec_module.normalize_spec(spec)
@@ -327,6 +346,8 @@ def planned(version, matrix=None):
     """[case + {version, planner: {accepted, refusal, expected}, argv, config}] for one release."""
     out = []
     for case in matrix or MATRIX:
+        if version not in case.get("only", [version]):
+            continue
         result, knobs = plan_case(case, version)
         entry = dict(copy.deepcopy(case), version=version)
         if "error" in result:

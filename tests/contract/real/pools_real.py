@@ -103,6 +103,45 @@ def _runner(args, field, model_config, page):
     return runner
 
 
+def plain_pools(args, field, runner, rest, page):
+    """One pool (DeepSeek-V3.2's MLA rows and indexer keys): the release's own configurator from the same rest
+    (0.5.22+ KVCacheConfigurator.config_from_budget, 0.5.15 the configurator with the ModelRunner's own
+    calculate_mla_kv_cache_dim), after the release resolved the DSA kernels and the KV dtype."""
+    import types
+
+    from sglang.srt.model_executor import pool_configurator as pc
+
+    budget = int(rest * (1 << 30))
+    try:
+        from sglang.srt import runtime_context
+    except ImportError:
+        runtime_context = None
+    if runtime_context is not None and hasattr(runtime_context, "publish"):  # 0.5.22+
+        from sglang.srt.mem_cache.kv_cache_configurator import KVCacheConfigurator
+
+        runtime_context.publish(args, role="scheduler")
+        for name in ("config_from_budget", "_apply_token_constraints"):
+            setattr(runner, name, types.MethodType(getattr(KVCacheConfigurator, name), runner))
+        config = runner.config_from_budget(budget)
+        configurator = pc.create_memory_pool_configurator(runner)
+    else:  # 0.5.15
+        from sglang.srt.layers.dp_attention import compute_dp_attention_world_info
+        from sglang.srt.model_executor.model_runner_kv_cache_mixin import ModelRunnerKVCacheMixin
+
+        attn_tp = compute_dp_attention_world_info(field("enable_dp_attention"), 0, field("tp_size"),
+                                                  field("dp_size"))[1]
+        pc.get_attention_tp_size = lambda: attn_tp
+        for name in ("_apply_token_constraints", "calculate_mla_kv_cache_dim"):
+            setattr(runner, name, types.MethodType(getattr(ModelRunnerKVCacheMixin, name), runner))
+        configurator = pc.create_memory_pool_configurator(runner)
+        config = configurator.calculate_pool_sizes(budget, page)
+        constrained = runner._apply_token_constraints(config.max_total_num_tokens)
+        if constrained != config.max_total_num_tokens:
+            config = configurator.calculate_pool_sizes_from_max_tokens(constrained, page)
+    return {"full": config.max_total_num_tokens, "configurator": type(configurator).__name__,
+            "kv_cache_dtype": str(runner.kv_cache_dtype).replace("torch.", "")}
+
+
 def state_pools(args, field, model_config, rest, page):
     """A hybrid linear-attention model: the state slots, the KV pool and the running requests, each by the release's
     own function (0.5.22+ KVCacheConfigurator._handle_max_mamba_cache, config_from_budget, resolve_max_num_reqs;
@@ -126,7 +165,7 @@ def state_pools(args, field, model_config, rest, page):
     else:
         runner.mambaish_config = mambaish_config(model_config)
     if runner.mambaish_config is None:
-        return {"error": "not a hybrid linear-attention model for this release"}
+        return plain_pools(args, field, runner, rest, page)
     try:
         from sglang.srt import runtime_context
     except ImportError:

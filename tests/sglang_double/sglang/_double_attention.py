@@ -103,8 +103,31 @@ def dflash_draft_backend(target_backend, draft_config, gpu, rules):
     return "fa4" if rules.get("dflash_draft_backend") == "sm100_fa4" and _is_sm100(gpu) else "flashinfer"
 
 
+def _resolve_dsa(args, gpu, log):
+    """DeepSeek-V3.2 (0.5.15+, rules.json dsa_layout; 0.5.23 arg_groups/overrides.py _dsa_kv_cache_dtype_default,
+    _dsa_split_backend_resolution, model_overrides/deepseek_v2.py): the dsa backend, page 64, 'auto' KV as fp8_e4m3
+    from SM100 and bfloat16 below, and the DSA kernels that decide the row's layout."""
+    major = int(str(gpu.get("compute_cap") or "12.0").split(".")[0])
+    log("Use dsa attention backend for DeepSeek with DSA.")
+    log("Setting page size to 64 for DeepSeek DSA.")
+    if args.kv_cache_dtype == "auto":
+        args.kv_cache_dtype = "fp8_e4m3" if major >= 10 else "bfloat16"
+        log("Setting KV cache dtype to %s for DeepSeek DSA on SM%d device." % (args.kv_cache_dtype, major))
+    if args.kv_cache_dtype == "bf16":
+        args.kv_cache_dtype = "bfloat16"
+    if args.kv_cache_dtype == "fp8_e4m3":
+        args.dsa_prefill_backend = args.dsa_decode_backend = "trtllm" if major >= 10 else "flashmla_kv"
+    else:
+        args.dsa_prefill_backend, args.dsa_decode_backend = "flashmla_sparse", "trtllm" if major >= 10 else "fa3"
+    args.page_size = 64
+    return "dsa"
+
+
 def resolve_page_size(args, config, gpu, release, log, rules):
     """Set args.page_size as the backend forces it, with the release's warning; returns the backend."""
+    if (config.get("architectures") or [None])[0] == "DeepseekV32ForCausalLM" and rules.get("dsa_layout") \
+            and args.attention_backend is None:
+        return _resolve_dsa(args, gpu, log)
     backend = default_backend(args, config, gpu, release, rules)
     keeps = tuple(rules["forced_pages"]["sm100_mha"]["keeps"])  # 16/32/64, and 128 from 0.5.17
     page = args.page_size or 1

@@ -208,13 +208,28 @@ def mha_geometry(config):
     return total_kv, head_dim, v_head_dim
 
 
-def target_cell(config, args):
+def dsa_cell(cfg, args, layers, rules):
+    """DeepSeek-V3.2: 0.5.23 pool_configurator.py _compute_cell_size :379-409 with
+    kv_cache_configurator.py calculate_mla_kv_cache_dim :3412-3475 (the raw row under a trtllm kernel or in bf16,
+    fp8 with a 4-byte scale per 128 and the rope in bf16 otherwise) and the indexer's fp8 keys and scales per layer;
+    0.5.15-0.5.16 (rules.json dsa_layout 'v32_raw_sized') count the raw row whatever the kernels."""
+    rank, rope, index = cfg["kv_lora_rank"], cfg["qk_rope_head_dim"], cfg["index_head_dim"]
+    elem = 1 if args.kv_cache_dtype == "fp8_e4m3" else 2
+    raw = "trtllm" in (args.dsa_prefill_backend, args.dsa_decode_backend) or elem == 2 \
+        or (rules or {}).get("dsa_layout") == "v32_raw_sized"
+    row = (rank + rope) * elem if raw else rank + rank // 128 * 4 + rope * 2
+    return (row + index + index // 128 * 4) * layers
+
+
+def target_cell(config, args, rules=None):
     """Bytes per token per GPU of the target's pool: 0.5.9 ModelRunner.get_cell_size_per_token
     (model_runner_kv_cache_mixin.py), 0.5.23 DefaultPoolConfigurator._compute_cell_size
     (model_executor/pool_configurator.py)."""
     cfg = language_config(config)
     elem = kv_elem_bytes(args.kv_cache_dtype, config)
     layers = num_layers(config, args.pp_size)
+    if cfg.get("kv_lora_rank") and getattr(args, "dsa_decode_backend", None):
+        return dsa_cell(cfg, args, layers, rules)
     if cfg.get("kv_lora_rank"):
         cell = (cfg["kv_lora_rank"] + cfg["qk_rope_head_dim"]) * layers * elem
         if args.kv_cache_dtype in ("fp4_e2m1", "nvfp4", "fp4_mx_block16"):  # kv_scale_buffer, block 16
@@ -266,7 +281,7 @@ def pool_cells(config, draft_config, args, rules, algorithm):
       runner's own pool of the same token count beside it (its cell from the draft config).
     - DFLASH ('dflash_cell'): 'draft_cell' (0.5.18+) the draft's own cell added; 'layer_scaled' (0.5.11-0.5.17)
       ceil(cell x (L + Ld) / L) (scale_kv_cell_size_per_token_for_dflash)."""
-    cell = target_cell(config, args)
+    cell = target_cell(config, args, rules)
     if draft_config is None or algorithm is None:
         return cell, 0, 0
     layers = num_layers(config, args.pp_size)
