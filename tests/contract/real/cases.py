@@ -25,7 +25,7 @@ sys.path[:0] = [os.path.join(REPO, "lib"), os.path.join(REPO, "tests", "unit")]
 import hostile_render  # noqa: E402
 import sglang_kvplan  # noqa: E402
 from sglang_checks import planhost, planspec  # noqa: E402
-from sglang_kvplan import memory, pages  # noqa: E402
+from sglang_kvplan import architectures, memory, pages  # noqa: E402
 
 # The package's `plan` name is the function; the modules are reached by their full names.
 plan_module = importlib.import_module("sglang_kvplan.plan")
@@ -124,6 +124,19 @@ MODELS = {
                                                "kda_layers": [1, 2, 3, 5, 6, 7, 9, 10, 11, 13, 14, 15, 17, 18, 19,
                                                               21, 22, 23, 25, 26],
                                                "num_heads": 32, "short_conv_kernel_size": 4}},
+    # google/gemma-3-27b-it's config.json (the fields the pool reads; text geometry under text_config, 5 of 6 layers
+    # sliding-window): every release turns the split off for it (architectures.py GEMMA3_PLAIN_POOL)
+    "gemma-3-27b": {"architectures": ["Gemma3ForConditionalGeneration"], "model_type": "gemma3",
+                    "torch_dtype": "bfloat16", "boi_token_index": 255999, "eoi_token_index": 256000,
+                    "image_token_index": 262144, "mm_tokens_per_image": 256,
+                    "text_config": {"model_type": "gemma3_text", "head_dim": 128, "hidden_size": 5376,
+                                    "intermediate_size": 21504, "num_attention_heads": 32, "num_hidden_layers": 62,
+                                    "num_key_value_heads": 16, "query_pre_attn_scalar": 168, "sliding_window": 1024,
+                                    "max_position_embeddings": 131072, "vocab_size": 262208,
+                                    "rope_scaling": {"factor": 8.0, "rope_type": "linear"}},
+                    "vision_config": {"model_type": "siglip_vision_model", "hidden_size": 1152, "image_size": 896,
+                                      "intermediate_size": 4304, "num_attention_heads": 16, "num_hidden_layers": 27,
+                                      "patch_size": 14, "vision_use_head": False}},
     # A small Llama as a STANDALONE draft (Llama-3.2-1B's geometry).
     "llama-3.2-1b": dict(_preset("llama-3.1-8b", model_type="llama", vocab_size=128256), num_hidden_layers=16,
                          hidden_size=2048, num_attention_heads=32, head_dim=64),
@@ -243,6 +256,9 @@ MATRIX = [
     _case("dsv32-fill-b200", "b200", "deepseek-v3.2", tp_size=8, context_target=131072, checkpoint_gib=641.3),
     _case("dsv32-fp8-h200", "h200", "deepseek-v3.2", only=("0.5.23",), tp_size=8, context_target=131072,
           checkpoint_gib=641.3, kv_cache_dtype="fp8_e4m3"),
+    # Gemma 3 27B: one plain pool over every layer (the release turns its sliding-window split off)
+    _case("gemma3-tp2-fill-h200", "h200", "gemma-3-27b", tp_size=2, context_target=131072, checkpoint_gib=51.4),
+    _case("gemma3-tp2-fill-b200", "b200", "gemma-3-27b", tp_size=2, context_target=131072, checkpoint_gib=51.4),
     _case("kimi-linear-fill-h200", "h200", "kimi-linear-48b", tp_size=1, context_target=262144, checkpoint_gib=91.6),
     _case("kimi-linear-tp2-fill-b200", "b200", "kimi-linear-48b", tp_size=2, context_target=262144,
           checkpoint_gib=91.6),
@@ -318,10 +334,13 @@ def expected(spec, result):
             "chunked_prefill_size": memory.chunked_prefill_tokens(spec_module.normalize_spec(spec)),
             # a sliding-window model's two pools, or a linear-attention model's KV pool and state slots, for the
             # memory the plan was made from (pools_real.py)
-            "pools": _pools(plan)}
+            "pools": _pools(plan, spec)}
 
 
-def _pools(plan):
+def _pools(plan, spec=None):
+    config = spec and (spec.get("model_config") or sglang_kvplan.load_presets()[spec["model"]]["config"])
+    if config and architectures.architecture(config) in architectures.GEMMA3:
+        return {"full": plan["predicted_pool_tokens"]}  # one plain pool: the split turned off
     if "sliding_window_pool_tokens" in plan:
         return {"full": plan["predicted_pool_tokens"], "sliding": plan["sliding_window_pool_tokens"]}
     if "sparse_kv_cache_dtype" in plan:
@@ -335,7 +354,7 @@ def _pools(plan):
 def probe(spec, plan):
     """The memory a sliding-window, hybrid or sparse-attention plan was made from (P and the A the profile starts
     from, GiB, unrounded), which the driver gives the release's own pool configurator; None for other models."""
-    if _pools(plan) is None:
+    if _pools(plan, spec) is None:
         return None
     normalized = spec_module.normalize_spec(spec)
     pre, post, _, _ = memory.memory(normalized)
