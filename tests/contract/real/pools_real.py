@@ -31,7 +31,6 @@ def kv_dtype(model_config, name):
 def real_pools(args, values, probe):
     """{full, sliding, configurator} for the resolved launch `args` (values: its resolved fields)."""
     from sglang.srt.configs.model_config import ModelConfig
-    from sglang.srt.model_executor import pool_configurator as pc
 
     def field(name):
         return values[name] if name in values else getattr(args, name)
@@ -53,31 +52,7 @@ def real_pools(args, values, probe):
     from sglang.srt.speculative.spec_info import SpeculativeAlgorithm
 
     runner.spec_algorithm = SpeculativeAlgorithm.from_string(field("speculative_algorithm"))
-    try:
-        from sglang.srt import runtime_context
-    except ImportError:
-        runtime_context = None
-    if runtime_context is not None and hasattr(runtime_context, "publish"):  # 0.5.22+
-        from sglang.srt.mem_cache.kv_cache_configurator import KVCacheConfigurator
-
-        runtime_context.publish(args, role="scheduler")
-        for name in ("config_from_budget", "_apply_token_constraints"):
-            setattr(runner, name, types.MethodType(getattr(KVCacheConfigurator, name), runner))
-        config = runner.config_from_budget(budget)
-        configurator = pc.create_memory_pool_configurator(runner)
-    else:  # 0.5.15: ModelRunner._resolve_memory_pool_config's sizing steps, with the release's own functions
-        from sglang.srt.layers.dp_attention import compute_dp_attention_world_info
-        from sglang.srt.model_executor.model_runner_kv_cache_mixin import ModelRunnerKVCacheMixin
-
-        attn_tp = compute_dp_attention_world_info(field("enable_dp_attention"), 0, field("tp_size"),
-                                                  field("dp_size"))[1]
-        pc.get_attention_tp_size = lambda: attn_tp
-        runner._apply_token_constraints = types.MethodType(ModelRunnerKVCacheMixin._apply_token_constraints, runner)
-        configurator = pc.create_memory_pool_configurator(runner)
-        config = configurator.calculate_pool_sizes(budget, page)
-        constrained = runner._apply_token_constraints(config.max_total_num_tokens)
-        if constrained != config.max_total_num_tokens:
-            config = configurator.calculate_pool_sizes_from_max_tokens(constrained, page)
+    config, configurator = _sized(args, field, runner, budget, page)
     return {"full": config.full_max_total_num_tokens, "sliding": config.swa_max_total_num_tokens,
             "configurator": type(configurator).__name__, "budget_bytes": budget}
 
@@ -103,15 +78,13 @@ def _runner(args, field, model_config, page):
     return runner
 
 
-def plain_pools(args, field, runner, rest, page):
-    """One pool (DeepSeek-V3.2's MLA rows and indexer keys): the release's own configurator from the same rest
-    (0.5.22+ KVCacheConfigurator.config_from_budget, 0.5.15 the configurator with the ModelRunner's own
-    calculate_mla_kv_cache_dim), after the release resolved the DSA kernels and the KV dtype."""
-    import types
-
+def _sized(args, field, runner, budget, page, mixin=()):
+    """(pool config, configurator) for `budget` bytes, by the release's own steps: 0.5.22+ the runtime context
+    published and KVCacheConfigurator.config_from_budget; 0.5.15 ModelRunner._resolve_memory_pool_config's (the
+    configurator's pool sizes, then _apply_token_constraints), with `mixin`: more of ModelRunnerKVCacheMixin's
+    methods the configurator calls on the runner."""
     from sglang.srt.model_executor import pool_configurator as pc
 
-    budget = int(rest * (1 << 30))
     try:
         from sglang.srt import runtime_context
     except ImportError:
@@ -122,22 +95,28 @@ def plain_pools(args, field, runner, rest, page):
         runtime_context.publish(args, role="scheduler")
         for name in ("config_from_budget", "_apply_token_constraints"):
             setattr(runner, name, types.MethodType(getattr(KVCacheConfigurator, name), runner))
-        config = runner.config_from_budget(budget)
-        configurator = pc.create_memory_pool_configurator(runner)
-    else:  # 0.5.15
-        from sglang.srt.layers.dp_attention import compute_dp_attention_world_info
-        from sglang.srt.model_executor.model_runner_kv_cache_mixin import ModelRunnerKVCacheMixin
+        return runner.config_from_budget(budget), pc.create_memory_pool_configurator(runner)
+    from sglang.srt.layers.dp_attention import compute_dp_attention_world_info
+    from sglang.srt.model_executor.model_runner_kv_cache_mixin import ModelRunnerKVCacheMixin
 
-        attn_tp = compute_dp_attention_world_info(field("enable_dp_attention"), 0, field("tp_size"),
-                                                  field("dp_size"))[1]
-        pc.get_attention_tp_size = lambda: attn_tp
-        for name in ("_apply_token_constraints", "calculate_mla_kv_cache_dim"):
-            setattr(runner, name, types.MethodType(getattr(ModelRunnerKVCacheMixin, name), runner))
-        configurator = pc.create_memory_pool_configurator(runner)
-        config = configurator.calculate_pool_sizes(budget, page)
-        constrained = runner._apply_token_constraints(config.max_total_num_tokens)
-        if constrained != config.max_total_num_tokens:
-            config = configurator.calculate_pool_sizes_from_max_tokens(constrained, page)
+    attn_tp = compute_dp_attention_world_info(field("enable_dp_attention"), 0, field("tp_size"), field("dp_size"))[1]
+    pc.get_attention_tp_size = lambda: attn_tp
+    for name in ("_apply_token_constraints",) + tuple(mixin):
+        setattr(runner, name, types.MethodType(getattr(ModelRunnerKVCacheMixin, name), runner))
+    configurator = pc.create_memory_pool_configurator(runner)
+    config = configurator.calculate_pool_sizes(budget, page)
+    constrained = runner._apply_token_constraints(config.max_total_num_tokens)
+    if constrained != config.max_total_num_tokens:
+        config = configurator.calculate_pool_sizes_from_max_tokens(constrained, page)
+    return config, configurator
+
+
+def plain_pools(args, field, runner, rest, page):
+    """One pool (DeepSeek-V3.2's MLA rows and indexer keys): the release's own configurator from the same rest
+    (0.5.22+ KVCacheConfigurator.config_from_budget, 0.5.15 the configurator with the ModelRunner's own
+    calculate_mla_kv_cache_dim), after the release resolved the DSA kernels and the KV dtype."""
+    config, configurator = _sized(args, field, runner, int(rest * (1 << 30)), page,
+                                  mixin=("calculate_mla_kv_cache_dim",))
     return {"full": config.max_total_num_tokens, "configurator": type(configurator).__name__,
             "kv_cache_dtype": str(runner.kv_cache_dtype).replace("torch.", "")}
 
