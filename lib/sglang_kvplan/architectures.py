@@ -140,9 +140,9 @@ def markdown():
     rows += ["| `%s` | one pool over every layer: 0.5.9-0.5.23 turn its sliding-window split off | `%s` |"
              % (arch, GEMMA3_PLAIN_POOL["0.5.23"]) for arch in sorted(GEMMA3)]
     rows += ["| `%s` | two pools, full and sliding-window (`sliding.py`), from 0.5.11 | `%s` |" % (arch, where)
-             for arch, (_, where) in SLIDING.items()]
+             for arch, (_family, where) in SLIDING.items()]
     rows += ["| `%s` | a KV pool of its full-attention layers and a state pool of request slots (`linear.py`), "
-             "from 0.5.13 | `%s` |" % (arch, where) for arch, (_, where) in LINEAR.items()]
+             "from 0.5.13 | `%s` |" % (arch, where) for arch, (_family, where) in LINEAR.items()]
     rows += ["| `%s` | one MLA pool with its sparse-attention indexer keys, in the KV dtype and page 64 the release "
-             "picks (`sparse.py`), from 0.5.15 | `%s` |" % (arch, where) for arch, (_, where) in SPARSE.items()]
+             "picks (`sparse.py`), from 0.5.15 | `%s` |" % (arch, where) for arch, (_family, where) in SPARSE.items()]
     return "\n".join(rows) + "\n"

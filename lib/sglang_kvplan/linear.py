@@ -215,7 +215,6 @@ def cap_running(state, rest_gib, running, why):
                  % (format(state.slots(rest_gib), ","), SLOTS_PER_REQUEST, why))
 
 
-
 def check(spec):
     """Refuse what the state formula does not describe, naming the knob."""
     geo = layout(spec["model_config"])
@@ -291,6 +290,6 @@ def kv_rest_before_state(state, kv_rest_gib):
     """The rest a profile had when the KV pool was given `kv_rest_gib` after the state pool took its share: the
     inverse of rest - state.gib(rest), found by fixed-point steps (each closes the gap by m / (1 + m) or better)."""
     rest = kv_rest_gib * (1 + state.ratio)
-    for _ in range(60):
+    for _step in range(60):
         rest = kv_rest_gib + state.gib(rest)
     return rest

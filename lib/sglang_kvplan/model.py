@@ -343,7 +343,7 @@ def describe_cell(spec):
                 "instead), heads split over attention TP" % (dtype, linear.layout(config)["full"],
                                                              linear.layout(config)["linear"]))
     if sliding.layout(config):
-        full, layers, _ = sliding.layout(config)
+        full, layers, _window = sliding.layout(config)
         return ("%s GQA KV of %d full-attention layers + --swa-full-tokens-ratio %s x %d sliding-window layers, heads "
                 "split over attention TP" % (dtype, full, sliding.ratio(spec), layers))
     return "%s GQA/MHA KV, heads split over attention TP" % dtype

@@ -84,7 +84,7 @@ def check(spec):
 
 def cell(spec, full_layer_bytes, sliding_layer_bytes):
     """Bytes per token of the full pool: F x n_full + r x S x n_sliding (a float, as SGLang's is)."""
-    full, sliding, _ = layout(spec["model_config"])
+    full, sliding, _window = layout(spec["model_config"])
     return full_layer_bytes * full + ratio(spec) * (sliding_layer_bytes * sliding)
 
 
