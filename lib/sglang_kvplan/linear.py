@@ -31,7 +31,7 @@ checkpoint other than float32.
 import math
 
 from .architectures import LINEAR, architecture
-from .spec import KVPlanError
+from .spec import SM100_MAJOR, KVPlanError, gpu_major
 
 GIB = 1 << 30
 SLOTS_PER_REQUEST = 5  # 3 + the extra buffer's 2 tracking slots with the overlap schedule (the most a request holds)
@@ -221,8 +221,7 @@ def check(spec):
     if geo is None:
         return
     arch = architecture(spec["model_config"])
-    cap = spec["gpu_compute_capability"]
-    gpu_sm100 = None if cap is None else cap.split(".")[0] == "10"
+    major = gpu_major(spec)
     if spec["_rules"]["state_pool"] is None:
         raise KVPlanError("model_config: %s (architectures %s) keeps a state pool that SGLang %s sizes another way "
                           "than 0.5.13 and newer (%s), which the planner does not model. Use SGLang 0.5.13 or newer, "
@@ -246,10 +245,10 @@ def check(spec):
          "sglang_page_size: %d; SGLang picks this model's attention backend, and with it the page, by its own "
          "override on SM100 (0.5.23 arg_groups/model_overrides/qwen3_5.py:17-50), which the planner does not model "
          "past page 1; use sglang_page_size 1." % spec["page_size"]),
-        (arch == NEMOTRON_H and spec["_rules"].get("nemotron_h_sm100") is None and gpu_sm100 is not False,
+        (arch == NEMOTRON_H and spec["_rules"].get("nemotron_h_sm100") is None and major in (None, SM100_MAJOR),
          "sglang_gpu_compute_capability: %s; SGLang %s picks Nemotron-H's attention backend on SM100 (B200, GB200, "
          "B300) by a rule the planner has not read; plan it for another GPU, or use SGLang 0.5.13 or newer."
-         % (spec["gpu_compute_capability"], spec["_release"])),
+         % (spec["gpu_compute_capability"] or "not known (it may be SM100)", spec["_release"])),
         (spec["pool_policy"] in ("target", "max"),
          "sglang_pool_policy: %s pins the pool with --max-total-tokens, but a hybrid linear-attention model's state "
          "pool takes its share of the memory whatever the pin, so a pin would not leave the memory it promises; use "

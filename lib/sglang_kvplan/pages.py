@@ -19,8 +19,7 @@ import math
 
 from . import linear, sparse
 from .model import is_mla, text_config
-
-SM100_MAJOR = 10  # is_sm100_supported: device_capability_majors=[10] (0.5.9 utils/common.py)
+from .spec import SM100_MAJOR, gpu_major
 
 
 def _lcm(a, b):
@@ -53,8 +52,8 @@ def _sm100_page(spec):
 
 def gpu_is_sm100(spec):
     """True, False, or None when the GPU family is not known."""
-    cap = spec["gpu_compute_capability"]
-    return None if cap is None else int(cap.split(".")[0]) == SM100_MAJOR
+    major = gpu_major(spec)
+    return None if major is None else major == SM100_MAJOR
 
 
 def sm100_default_is_kept(spec):

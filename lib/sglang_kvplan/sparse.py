@@ -24,7 +24,7 @@ or pooled (indexer_types, index_kpool) or that carry learnable attention sinks.
 """
 
 from .architectures import SPARSE, architecture
-from .spec import KVPlanError
+from .spec import SM100_MAJOR, KVPlanError, gpu_major
 
 PAGE = 64
 QUANT_BLOCK = 128  # DSATokenToKVPool.quant_block_size: one fp32 scale per 128 fp8 values
@@ -36,8 +36,9 @@ def is_sparse(config):
 
 
 def _sm100_or_newer(spec):
-    cap = spec["gpu_compute_capability"]
-    return None if cap is None else int(cap.split(".")[0]) >= 10
+    """SGLang's `major >= 10` (the DSA rules say SM100 and newer, not SM100 alone); None when not known."""
+    major = gpu_major(spec)
+    return None if major is None else major >= SM100_MAJOR
 
 
 def kv_dtype(spec):

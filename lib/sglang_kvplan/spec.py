@@ -12,6 +12,15 @@ import re
 
 import yaml
 
+SM100_MAJOR = 10  # is_sm100_supported: device_capability_majors=[10] (0.5.9 utils/common.py)
+
+
+def gpu_major(spec):
+    """The GPU's compute-capability major (9 for H100/H200, 10 for B200, 12 for RTX PRO 6000), or None when the
+    family is not known (sglang_gpu_compute_capability, validated where it enters)."""
+    cap = spec["gpu_compute_capability"]
+    return None if cap is None else int(cap.split(".")[0])
+
 
 class KVPlanError(ValueError):
     """Bad input or a target that cannot fit; the message says what to change."""

@@ -200,4 +200,6 @@ def test_nemotron_h_on_sm100_is_refused_where_the_releases_pick_was_not_read(mon
     monkeypatch.setitem(releases.RULES, "0.5.23", dict(releases.RULES["0.5.23"], nemotron_h_sm100=None))
     with pytest.raises(kv.KVPlanError, match="sglang_gpu_compute_capability"):
         kv.plan(nemotron(B200, tp_size=2))
+    with pytest.raises(kv.KVPlanError, match="sglang_gpu_compute_capability: not known"):
+        kv.plan(nemotron(dict(B200, gpu_compute_capability=None), tp_size=2))
     assert kv.plan(nemotron())["state_slots"] > 0  # an H200 keeps the page asked for in any case
