@@ -12,10 +12,6 @@ description:
   - The deploy of roles/sglang as one transaction in Python (lib/sglang_state/transaction.py), run phase by phase
     so that the nodes of a server across nodes move in lockstep. Each phase returns one result, registered as
     C(sglang_deploy); the next phase takes the result of every node of the server as O(nodes).
-  - C(install) finds the runtime of the package set by its manifest, or builds it beside the one serving (pip, git
-    and the CUDA toolkit; controller-side wheels copied for it), checks it (versions, torch, GPUs, kernel imports),
-    marks it complete and prunes the runtimes nothing names (lib/sglang_state/runtime_install.py); its result is the
-    runtime module's plan (C(path), C(action), C(launcher), C(serving)) with C(versions).
   - C(render) keeps the serving state in the backup store (sglang_backup_store) and renders the unit, env file and
     config (the env file and config without diff or log).
   - C(start) restarts SGLang when its server's files changed (a node of a server across nodes restarts with its
@@ -27,12 +23,8 @@ description:
     the summary and the report read, in C(facts).
   - C(restore) puts a backup store entry back (its runtime checked on the host first, the live state kept first),
     restarts, waits and reads the boot (playbooks/rollback.yml and the rescue).
-  - C(observe), C(decide), C(prove) and C(record) are the proof's - the last full proof's record and the serving
-    process; this node's proof level; on rank 0 the check, or the full proof as an async job whose stage is said
-    every 5 s; after the proof, which proof ran, and after a full one the proven mark and the record
-    (lib/sglang_state/transaction_proof.py).
-  - C(look) and C(rescue) are the rescue's - the journal, the server's health and the store; then the decision, the
-    restore or the stop, and the run's message (always failed) (lib/sglang_state/transaction_rescue.py).
+  - The proof, the rescue and the runtime are actions of their own (sglang_proof, sglang_rescue,
+    sglang_runtime_install).
   - An action plugin; it runs modules on the host. Every result carries C(run), what this run did to the host so far
     (failed phases too), which the role's rescue reads.
   - Each phase takes only the options it reads (the table PHASE_OPTIONS in action_plugins/sglang_deploy.py), and all
@@ -46,7 +38,7 @@ options:
     description: The phase to run.
     type: str
     required: true
-    choices: [install, render, start, calibrate, verify, restore, observe, decide, prove, record, look, rescue]
+    choices: [render, start, calibrate, verify, restore]
   common:
     description:
       - Settings every phase of this host shares (the role passes one dict), under the phase's own.
@@ -56,72 +48,13 @@ options:
       - C(restore) - the role's C(_sglang_restore) (O(runtimes), O(store), O(files), O(unit_name), O(service),
         O(wait)).
     type: dict
-  dir:
-    description: C(install) - the runtimes' folder (sglang_runtimes_dir).
-    type: path
-  legacy:
-    description: C(install) - the single virtualenv of a host deployed before runtimes (sglang_venv).
-    type: path
-  unit:
-    description: C(install) - the live unit (it names the runtime serving now).
-    type: path
-  store_dir:
-    description: C(install) - the backup store's folder (a runtime an entry names is never pruned).
-    type: path
-  version:
-    description: C(install) - SGLang's release (sglang_version).
-    type: str
-  package:
-    description: C(install) - where SGLang comes from (sglang_package; empty is the index).
-    type: str
-  wheels_dir:
-    description: C(install) - where controller-side wheels are copied for a build.
-    type: path
-  extras:
-    description: C(install) - SGLang's extras.
-    type: list
-    elements: str
-  kernel_wheels:
-    description: C(install) - kernel wheels, each C({src, name, version, import}).
-    type: list
-    elements: dict
-  kernel_sources:
-    description: C(install) - kernel sources built from git, each C({repo, ref, subdir, name, version, import}).
-    type: list
-    elements: dict
-  min_free_gib:
-    description: C(install) - the free GiB a build needs.
-    type: float
-  uv_version:
-    description: C(install) - the uv release that builds a runtime (sglang_uv_version); empty builds with pip.
-    type: str
-  names:
-    description: C(install) - the distributions a runtime reports (SGLang and the named kernels).
-    type: list
-    elements: str
-  cuda_home:
-    description: C(install) - the CUDA toolkit kernel sources are built with.
-    type: path
-  user:
-    description: C(install) - the service user (created when missing).
-    type: str
-  home:
-    description: C(install) - the service user's home.
-    type: path
-  proven:
-    description: C(install) - the serving state is the proven one (a runtime in use is not checked again).
-    type: bool
-  check:
-    description: C(install) - the runtime check's arguments (sglang_runtime_check) besides the path.
-    type: dict
   run:
-    description: The C(run) of the phase before (not for C(render), C(restore) and C(observe), which begin a run, nor
-      C(install)).
+    description: The C(run) of the phase before (not for C(render) and C(restore), which begin a run).
     type: dict
   files:
     description:
       - C(render), C(start), C(calibrate) - the service's files, each C({src, dest, mode, group, secret}).
-      - C(restore), C(record), C(look) - their paths.
+      - C(restore) - their paths.
     type: list
     elements: raw
   etc_dir:
@@ -208,70 +141,10 @@ options:
     description: C(restore) - the unit's file name in an entry; taken (and not read) as a key of O(common), which the
       rescue's O(restore) shares.
     type: str
-  restore:
-    description: C(rescue) - what C(restore) takes besides the entry (C(runtimes), C(store), C(files), C(unit_name),
-      C(service), C(wait)).
-    type: dict
-  record_path:
-    description: C(observe), C(record) - the last full proof's record on the host.
-    type: path
   record:
-    description:
-      - C(decide) - the record C(observe) read.
-      - C(start) - the same; when the unit runs the process it names and nothing starts, the start does not wait for
-        C(/health_generate) (the proof's check asks the server instead).
+    description: C(start) - the record sglang_proof's C(observe) read; when the unit runs the process it names and
+      nothing starts, the start does not wait for C(/health_generate) (the proof's check asks the server instead).
     type: dict
-  versions:
-    description: C(decide), C(rescue) - the serving runtime's versions.
-    type: dict
-  runtime_changed:
-    description: C(decide) - whether this run switched the runtime.
-    type: bool
-  asked:
-    description: C(decide) - the proof asked for (auto, full, check).
-    type: str
-  reprove_after_days:
-    description: C(decide) - the age in days after which the full proof runs again.
-    type: raw
-  planned:
-    description: C(prove), C(record) - the server's proof level (the full one when any node needs it).
-    type: dict
-  smoke:
-    description: C(prove) - sglang_smoke_test's arguments (empty ones left out); C(record) - rank 0's proof result.
-    type: dict
-  on_rank0:
-    description: C(prove) - whether this node serves the server's HTTP API (only rank 0 is proven).
-    type: bool
-  progress_file:
-    description: C(prove) - where the full proof keeps its stage while it runs.
-    type: path
-  concurrent_requests:
-    description: C(prove) - the short prompts the full proof sends at once (the plan's max running requests).
-    type: int
-  limit:
-    description: C(prove) - the full proof's backstop in seconds (its own deadlines end it first).
-    type: int
-  live:
-    description: C(record) - the live state C(decide) saw.
-    type: dict
-  manifest:
-    description: C(record) - the manifest of the state marked proven.
-    type: dict
-  url:
-    description: C(look) - the server's URL (for C(/health_generate)).
-    type: str
-  api_key:
-    description: C(look), C(rescue) - the server's API key (redacted from the journal; never returned).
-    type: str
-  failure:
-    description: C(rescue) - the failure's sentence.
-    type: str
-  failed_in:
-    description: C(rescue) - C(proof) when the failure came after a verified deploy.
-    type: str
-  rollback_on_failure:
-    description: C(rescue) - restore after a failed proof of a state that still answers.
-    type: bool
 notes:
   - Check mode - C(render) shows what would change (the unit's diff with --diff); the role stops after it.
 """

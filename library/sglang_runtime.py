@@ -78,8 +78,8 @@ options:
     default: ""
   wheels_dir:
     description: >-
-      Where the install phase (sglang_deploy) copies controller-side wheels for a build (a src or package without
-      ://).
+      Where the runtime install (sglang_runtime_install) copies controller-side wheels for a build (a src or
+      package without ://).
     type: path
   wheel_sha256:
     description: >-

@@ -18,7 +18,7 @@ index under the runtimes folder, with one package cache every runtime of the hos
 pip when uv cannot be installed or sglang_uv_version is empty; the run says so, and the runtime's manifest records
 which built it. The package set, its digest and the checks are the same whichever builds.
 
-Plain Python over the transaction's executor (action_plugins/sglang_deploy.py, phase `install`); the unit tests
+Plain Python over the transaction's executor (action_plugins/sglang_runtime_install.py); the unit tests
 give it a fake host. It returns the runtime module's plan plus `versions` (the runtime's SGLang and kernels).
 """
 

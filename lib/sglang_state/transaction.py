@@ -1,10 +1,10 @@
 """The deploy transaction: render, restart, wait, read the boot, calibrate, correct once, verify.
 
-Plain Python over an executor (action_plugins/sglang_deploy.py gives it Ansible's modules and templates; the unit
-tests give it a fake host), so every path of a deploy is tested without YAML. It runs in four phases because the
-nodes of a server across nodes move in lockstep: between two phases every node has finished the earlier one, and
-the next phase takes the nodes' results as one argument ({node: that node's result}, gathered by the role from the
-documented `sglang_deploy` result each phase registers), never by reading another host's variables.
+Plain Python over an executor (lib/sglang_state/phase_action.py gives the sglang_deploy action Ansible's modules and
+templates; the unit tests give it a fake host), so every path of a deploy is tested without YAML. It runs in phases
+because the nodes of a server across nodes move in lockstep: between two phases every node has finished the earlier
+one, and the next phase takes the nodes' results as one argument ({node: that node's result}, gathered by the role
+from the documented `sglang_deploy` result each phase registers), never by reading another host's variables.
 
 Two runs never interleave here: the store's lock covers each store call only, so the whole transaction (the
 render's snapshot, the files it writes, the restart, a rescue's restore) runs under the host's run lock, taken by

@@ -1,5 +1,5 @@
-"""The transaction's proof phases (the long prompt itself is library/sglang_smoke_test.py, run as an async job so that
-its stage prints every few seconds):
+"""The proof's phases, run by the sglang_proof action (the long prompt itself is library/sglang_smoke_test.py, run as
+an async job so that its stage prints every few seconds):
 
   observe  the last full proof's record and the serving process (systemd's InvocationID, MainPID, start time):
            at the start of a run (the install skips its runtime check when the proven process still serves)

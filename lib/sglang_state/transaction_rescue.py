@@ -1,6 +1,6 @@
 """The transaction's rescue, for every failure of a run after its first changed file (a boot that fails, OOM, a bad
-flag, a readiness timeout, a pool short of the target, a failed proof). Two phases, because the nodes of a server
-across nodes decide together:
+flag, a readiness timeout, a pool short of the target, a failed proof), run by the sglang_rescue action. Two phases,
+because the nodes of a server across nodes decide together:
 
   look    this node's journal (its last lines, the key redacted), whether the server answers /health_generate, and
           its backup store

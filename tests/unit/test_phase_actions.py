@@ -1,7 +1,8 @@
-"""action_plugins/sglang_deploy.py's options: each phase takes the options it reads (PHASE_OPTIONS) and refuses any
+"""The role's phase actions (sglang_runtime_install, sglang_deploy, sglang_proof, sglang_rescue; their shared base
+lib/sglang_state/phase_action.py): each phase takes the options it reads (the action's PHASE_OPTIONS) and refuses any
 other, and a missing required one, by name before anything runs; an error raised inside a phase whose options passed
 is the phase's defect (its traceback kept for -vvv), not the caller's mistake. Every call the role makes passes only
-what its phase takes, and library/sglang_deploy.py documents exactly the table."""
+what its phase takes, and each action's library/ file documents exactly its table."""
 
 import glob
 import importlib.util
@@ -12,6 +13,7 @@ from unittest.mock import MagicMock
 import pytest
 import yaml
 from ansible.errors import AnsibleConnectionFailure
+from sglang_state.phase_action import refused
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -23,30 +25,52 @@ def _load(name, path):
     return module
 
 
-action = _load("sglang_deploy_action", "action_plugins/sglang_deploy.py")
-docs = _load("sglang_deploy_docs", "library/sglang_deploy.py")
-# The phase functions the action dispatches to, by the module attribute it calls
-PHASE_FUNCTIONS = {"install": (action.runtime_install, "install"), "render": (action.transaction, "render"),
-                   "start": (action.transaction, "start"), "calibrate": (action.transaction, "calibrate"),
-                   "verify": (action.transaction, "verify"), "restore": (action.transaction, "restore"),
-                   "observe": (action.transaction_proof, "observe"), "decide": (action.transaction_proof, "decide"),
-                   "prove": (action.transaction_proof, "prove"), "record": (action.transaction_proof, "record"),
-                   "look": (action.transaction_rescue, "look"), "rescue": (action.transaction_rescue, "rescue")}
-CHANGED_RUN = dict(action.transaction.new_run(), changed_this_run=True, run_backup="b1")
+NAMES = ("sglang_runtime_install", "sglang_deploy", "sglang_proof", "sglang_rescue")
+ACTIONS = {name: _load(name + "_action", "action_plugins/%s.py" % name) for name in NAMES}
+DOCS = {name: _load(name + "_docs", "library/%s.py" % name) for name in NAMES}
+deploy = ACTIONS["sglang_deploy"]
+# Each phase: its action and the function it dispatches to, by the module attribute the action calls
+PHASE_FUNCTIONS = {
+    "install": ("sglang_runtime_install", ACTIONS["sglang_runtime_install"].runtime_install, "install"),
+    **{phase: ("sglang_deploy", deploy.transaction, phase) for phase in ("render", "start", "calibrate", "verify",
+                                                                          "restore")},
+    **{phase: ("sglang_proof", ACTIONS["sglang_proof"].transaction_proof, phase)
+       for phase in ("observe", "decide", "prove", "record")},
+    **{phase: ("sglang_rescue", ACTIONS["sglang_rescue"].transaction_rescue, phase) for phase in ("look", "rescue")},
+}
+CHANGED_RUN = dict(deploy.transaction.new_run(), changed_this_run=True, run_backup="b1")
 
 
-def _action(args):
+def _owner(phase):
+    return ACTIONS[PHASE_FUNCTIONS[phase][0]]
+
+
+def _options(phase):
+    return _owner(phase).PHASE_OPTIONS[phase]
+
+
+def _action(module, args):
     """The action in this process with a task that holds args; its connection reaches no host."""
     task = MagicMock(async_val=0, check_mode=False, diff=False, no_log=False, args=args)
     connection = MagicMock()
     connection._shell.tmpdir = None
-    module = action.ActionModule(task, connection, MagicMock(), None, None, None)
-    module._execute_module = MagicMock(side_effect=AssertionError("a module ran"))
-    return module
+    action = module.ActionModule(task, connection, MagicMock(), None, None, None)
+    action._execute_module = MagicMock(side_effect=AssertionError("a module ran"))
+    return action
 
 
-def _run(args):
-    return _action(args).run(task_vars={"inventory_hostname": "n0", "hostvars": {}})
+def _run(args, module=None):
+    """The phase's action (args names its phase; the runtime's has one and takes no phase) on host n0."""
+    args = dict(args)
+    module = module or _owner(args["phase"])
+    if len(module.PHASE_OPTIONS) == 1:
+        args.pop("phase")
+    return _action(module, args).run(task_vars={"inventory_hostname": "n0", "hostvars": {}})
+
+
+def _where(phase):
+    name = PHASE_FUNCTIONS[phase][0]
+    return name if phase == "install" else "%s (phase %s)" % (name, phase)
 
 
 @pytest.fixture
@@ -60,25 +84,35 @@ def calls(monkeypatch):
             return {"phase": phase, "changed": False}
         return run_phase
 
-    for phase, (module, name) in PHASE_FUNCTIONS.items():
+    for phase, (_name, module, name) in PHASE_FUNCTIONS.items():
         monkeypatch.setattr(module, name, fake(phase))
     return noted
 
 
 def _given(phase, leave_out=()):
     """Every required option of the phase (a placeholder value), less leave_out."""
-    return dict({name: {} for name, required in action.PHASE_OPTIONS[phase].items()
+    return dict({name: {} for name, required in _options(phase).items()
                  if required and name not in leave_out}, phase=phase)
+
+
+def test_the_actions_split_the_phases_and_each_declares_its_options_to_ansible():
+    assert [phase for name in NAMES for phase in ACTIONS[name].PHASE_OPTIONS] == list(PHASE_FUNCTIONS)
+    for name in NAMES:
+        action = ACTIONS[name].ActionModule
+        taken = set().union(*(set(options) for options in ACTIONS[name].PHASE_OPTIONS.values()))
+        assert action._VALID_ARGS == taken | ({"phase"} if name != "sglang_runtime_install" else set()), name
+        assert action.NAME == name
 
 
 @pytest.mark.parametrize("phase, typo", [("start", "recrod"), ("decide", "reprove_after_day"),
                                          ("install", "kernel_wheel"), ("look", "api_keys")])
 def test_an_unknown_option_is_refused_by_name_and_nothing_runs(calls, phase, typo):
+    """One phase of each action."""
     result = _run(dict(_given(phase), run=CHANGED_RUN, **{typo: 1}) if phase != "install"
                   else dict(_given(phase), **{typo: 1}))
-    takes = ", ".join(sorted(action.PHASE_OPTIONS[phase]))
-    assert result["msg"] == "sglang_deploy (phase %s): unknown option '%s'; phase %s takes: %s" % (
-        phase, typo, phase, takes)
+    takes = ", ".join(sorted(_options(phase)))
+    assert result["msg"] == "%s: unknown option '%s'; %s takes: %s" % (
+        _where(phase), typo, "it" if phase == "install" else "phase " + phase, takes)
     assert result["failed"] and result["changed"] is False and calls == []
     # the run the phase before left stays in the result: the role's rescue reads it
     assert result["run"]["changed_this_run"] is (phase != "install"), result["run"]
@@ -96,8 +130,15 @@ def test_an_unknown_key_in_common_and_common_where_none_is_taken_are_refused(cal
     render = dict(_given("render"), common={"host": "n0", "wiat": {}})
     assert _run(render)["msg"].startswith("sglang_deploy (phase render): unknown option 'wiat' (in common); ")
     decide = dict(_given("decide"), common={"host": "n0"})
-    assert _run(decide)["msg"].startswith("sglang_deploy (phase decide): unknown option 'common'; phase decide "
+    assert _run(decide)["msg"].startswith("sglang_proof (phase decide): unknown option 'common'; phase decide "
                                           "takes: asked, context_target, record, ")
+    # a phase of another action is not this one's: named with the phases this action has
+    assert _run(dict(_given("render"), phase="decide"), deploy)["msg"] == (
+        "sglang_deploy: phase is 'decide', one of render, start, calibrate, verify, restore")
+    # an action of one purpose takes no phase
+    assert _run(dict(_given("install")), ACTIONS["sglang_rescue"])["msg"].startswith("sglang_rescue: phase is ")
+    assert _action(ACTIONS["sglang_runtime_install"], dict(_given("install"))).run(task_vars={})["msg"].startswith(
+        "sglang_runtime_install: unknown option 'phase'; it takes: check, ")
     # a phase that begins a run is given none
     assert _run(dict(_given("render"), run={}))["msg"].startswith("sglang_deploy (phase render): unknown option "
                                                                   "'run'; ")
@@ -105,18 +146,20 @@ def test_an_unknown_key_in_common_and_common_where_none_is_taken_are_refused(cal
 
 
 def test_a_missing_required_option_is_named_whether_own_or_from_common(calls):
-    common = {name: {} for name in action._DEPLOY_COMMON if name != "wait"}
+    common = {name: {} for name in deploy.DEPLOY_COMMON if name != "wait"}
     result = _run({"phase": "start", "common": common, "files_changed": False, "run": CHANGED_RUN})
     assert result["msg"] == ("sglang_deploy (phase start): missing required option 'wait'; phase start requires: "
                              "files, files_changed, host, multinode, service, state_manifest, store, wait")
     assert result["failed"] and result["changed"] is False and result["run"]["run_backup"] == "b1"
     result = _run(_given("prove", leave_out=("limit", "smoke")))
-    assert result["msg"].startswith("sglang_deploy (phase prove): missing required options 'limit', 'smoke'; ")
+    assert result["msg"].startswith("sglang_proof (phase prove): missing required options 'limit', 'smoke'; ")
+    result = _run(_given("install", leave_out=("check",)))
+    assert result["msg"].startswith("sglang_runtime_install: missing required option 'check'; it requires: ")
     assert calls == []
 
 
 def test_common_merges_under_the_tasks_own_and_each_phase_gets_only_its_arguments(calls):
-    common = {name: "common" for name in action._DEPLOY_COMMON}
+    common = {name: "common" for name in deploy.DEPLOY_COMMON}
     result = _run({"phase": "start", "common": common, "files_changed": True, "host": "own", "run": CHANGED_RUN})
     assert not result.get("failed"), result
     (phase, (_executor, args, run)), = calls
@@ -146,11 +189,11 @@ def test_an_error_inside_a_phase_is_its_defect_with_the_traceback(monkeypatch, p
     def broken(*_args):
         return {}["y"]
 
-    module, name = PHASE_FUNCTIONS[phase]
+    _action_name, module, name = PHASE_FUNCTIONS[phase]
     monkeypatch.setattr(module, name, broken)
     result = _run(dict(_given(phase), run=CHANGED_RUN))
-    assert result["msg"] == ("sglang_deploy (phase %s): a defect in this phase, not in the task's arguments: "
-                             "KeyError: 'y'; run with -vvv for the traceback" % phase)
+    assert result["msg"] == ("%s: a defect in this phase, not in the task's arguments: "
+                             "KeyError: 'y'; run with -vvv for the traceback" % _where(phase))
     assert result["exception"].startswith("Traceback (most recent call last):")
     assert "in broken" in result["exception"] and result["exception"].rstrip().endswith("KeyError: 'y'")
     assert result["failed"] and result["changed"] is True and result["run"] == CHANGED_RUN
@@ -158,9 +201,9 @@ def test_an_error_inside_a_phase_is_its_defect_with_the_traceback(monkeypatch, p
 
 def test_a_phase_failure_is_its_sentence_and_an_ansible_error_is_ansibles(monkeypatch):
     def failing(*_args):
-        raise action.transaction.PhaseFailed("SGLang did not answer /health_generate within 600 s")
+        raise deploy.transaction.PhaseFailed("SGLang did not answer /health_generate within 600 s")
 
-    monkeypatch.setattr(action.transaction, "verify", failing)
+    monkeypatch.setattr(deploy.transaction, "verify", failing)
     result = _run(dict(_given("verify"), run=CHANGED_RUN))
     assert result == {"phase": "verify", "failed": True, "changed": True, "run": CHANGED_RUN,
                       "msg": "SGLang did not answer /health_generate within 600 s"}
@@ -168,12 +211,12 @@ def test_a_phase_failure_is_its_sentence_and_an_ansible_error_is_ansibles(monkey
     def unreachable(*_args):
         raise AnsibleConnectionFailure("ssh: connect to host n0 port 22: Connection refused")
 
-    monkeypatch.setattr(action.transaction, "verify", unreachable)
+    monkeypatch.setattr(deploy.transaction, "verify", unreachable)
     with pytest.raises(AnsibleConnectionFailure):  # Ansible marks the host unreachable, as before
         _run(dict(_given("verify"), run=CHANGED_RUN))
 
 
-# The role's calls: every YAML task whose module is sglang_deploy
+# The role's calls: every YAML task whose module is one of the phase actions
 def _yaml_files():
     for pattern in ("roles/**/*.yml", "roles/**/*.yaml", "playbooks/**/*.yml", "playbooks/**/*.yaml", "site.yml"):
         yield from sorted(glob.glob(os.path.join(REPO, pattern), recursive=True))
@@ -194,8 +237,11 @@ def _call_sites():
     for path in _yaml_files():
         for task in _tasks(yaml.safe_load(open(path, encoding="utf-8"))):
             for module in task:
-                if module.split(".")[-1] == "sglang_deploy" and isinstance(task[module], dict):
-                    sites.append(("%s: %s" % (os.path.relpath(path, REPO), task.get("name")), task[module]))
+                name = module.split(".")[-1]
+                if name in ACTIONS and isinstance(task[module], dict):
+                    where = "%s: %s" % (os.path.relpath(path, REPO), task.get("name"))
+                    sites.append((where, name, dict(task[module]) if name != "sglang_runtime_install"
+                                  else dict(task[module], phase="install")))
     return sites
 
 
@@ -212,26 +258,33 @@ def _common_keys(value, role_vars):
     return set(role_vars[named.group(1)])
 
 
+def _refused(name, args, common):
+    own = {key: value for key, value in args.items() if key != "phase"}
+    return refused(name, ACTIONS[name].PHASE_OPTIONS, args["phase"], own, common)
+
+
 def test_every_call_the_role_makes_passes_what_its_phase_takes():
     sites, role_vars = _call_sites(), _role_vars()
-    # every phase is called, and from where the role calls it: a walk that found none would pass
-    assert {args.get("phase") for _where, args in sites} == set(action.PHASE_OPTIONS), sites
-    for where, args in sites:
-        own = {name: value for name, value in args.items() if name != "phase"}
-        common = {name: None for name in _common_keys(own["common"], role_vars)} if "common" in own else {}
-        assert action.refused(args["phase"], own, common) is None, where
+    # every phase is called, by its own action, and from where the role calls it: a walk that found none would pass
+    assert {(name, args.get("phase")) for _where, name, args in sites} == {
+        (name, phase) for phase, (name, _module, _function) in PHASE_FUNCTIONS.items()}, sites
+    for where, name, args in sites:
+        common = {key: None for key in _common_keys(args["common"], role_vars)} if "common" in args else {}
+        assert _refused(name, args, common) is None, where
 
 
 def test_the_call_sites_check_would_refuse_a_misspelt_option():
-    where, args = next(site for site in _call_sites() if site[1].get("phase") == "start")
-    own = dict({name: value for name, value in args.items() if name != "phase"}, recrod=1)
-    common = {name: None for name in _common_keys(own["common"], _role_vars())}
-    assert "unknown option 'recrod'" in action.refused("start", own, common), where
+    where, name, args = next(site for site in _call_sites() if site[2].get("phase") == "start")
+    common = {key: None for key in _common_keys(args["common"], _role_vars())}
+    assert "unknown option 'recrod'" in _refused(name, dict(args, recrod=1), common), where
 
 
-def test_the_documentation_holds_exactly_the_options_the_phases_take():
-    documented = yaml.safe_load(docs.DOCUMENTATION)
-    taken = set().union(*(set(options) for options in action.PHASE_OPTIONS.values()))
-    assert set(documented["options"]) - {"phase"} == taken
-    assert documented["options"]["phase"]["choices"] == list(action.PHASE_OPTIONS) == list(action._PHASES)
-    assert any("refuses any other option" in line for line in documented["description"])
+@pytest.mark.parametrize("name", NAMES)
+def test_the_documentation_holds_exactly_the_options_the_phases_take(name):
+    documented = yaml.safe_load(DOCS[name].DOCUMENTATION)
+    table = ACTIONS[name].PHASE_OPTIONS
+    assert documented["module"] == name
+    assert set(documented["options"]) == ACTIONS[name].ActionModule._VALID_ARGS
+    if len(table) > 1:
+        assert documented["options"]["phase"]["choices"] == list(table)
+    assert any("refuses any other" in line for line in documented["description"])

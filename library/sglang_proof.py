@@ -1,0 +1,142 @@
+#!/usr/bin/python
+"""Documentation of the sglang_proof action (action_plugins/sglang_proof.py): it runs on the controller and drives
+modules on the host; this file is what ansible-doc reads."""
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+---
+module: sglang_proof
+short_description: One phase of the proof of an SGLang server (observe, decide, prove, record)
+description:
+  - The proof of roles/sglang in Python (lib/sglang_state/transaction_proof.py), run phase by phase so that the nodes
+    of a server across nodes move in lockstep; a server is proven as one, on rank 0 (its one HTTP API).
+  - C(observe) reads the last full proof's record and the serving process in one module call (a re-run with nothing
+    changed only checks).
+  - C(decide) says this node's proof - the full one after a change, when never proven, asked for or old; else a
+    check (lib/sglang_state/proof_level.py).
+  - C(prove) runs on rank 0 the check, or the full proof (the real pool, a long prompt built on the host, the answer,
+    decode at that context, then N short prompts at once) as an async job whose stage is said every 5 s.
+  - C(record) says which proof ran and why; after a full one it marks the live state proven in the backup store and
+    keeps the record the next run decides from. A failed proof on rank 0 fails every node with its message.
+  - An action plugin; it runs modules on the host.
+  - Each phase takes only the options it reads (the table PHASE_OPTIONS in the action); it refuses any other
+    option, and a missing required one, by name before it runs anything. An error inside a phase whose options
+    passed is reported as a defect of the phase, its traceback in C(exception) (shown with -vvv).
+version_added: "1.1.0"
+author: sglang-longctx maintainers (!UNKNOWN)
+options:
+  phase:
+    description: The phase to run.
+    type: str
+    required: true
+    choices: [observe, decide, prove, record]
+  run:
+    description: C(decide), C(prove), C(record) - the deploy's C(run) (sglang_deploy's), or C({}) where no deploy ran
+      (a rollback's proof).
+    type: dict
+  files:
+    description: C(record) - the service's files' paths (the state marked proven).
+    type: list
+    elements: raw
+  store:
+    description: C(record) - the backup store, C({dir, keep, lock_owner}).
+    type: dict
+  service:
+    description: C(observe), C(decide) - the systemd unit.
+    type: str
+  context_target:
+    description: C(decide) - the context the pool must hold.
+    type: int
+  record_path:
+    description: C(observe), C(record) - the last full proof's record on the host.
+    type: path
+  record:
+    description: C(decide) - the record C(observe) read.
+    type: dict
+  versions:
+    description: C(decide) - the serving runtime's versions.
+    type: dict
+  runtime_changed:
+    description: C(decide) - whether this run switched the runtime.
+    type: bool
+  asked:
+    description: C(decide) - the proof asked for (auto, full, check).
+    type: str
+  reprove_after_days:
+    description: C(decide) - the age in days after which the full proof runs again.
+    type: raw
+  planned:
+    description: C(prove), C(record) - the server's proof level (the full one when any node needs it).
+    type: dict
+  smoke:
+    description: C(prove) - sglang_smoke_test's arguments (empty ones left out); C(record) - rank 0's proof result.
+    type: dict
+  on_rank0:
+    description: C(prove) - whether this node serves the server's HTTP API (only rank 0 is proven).
+    type: bool
+  progress_file:
+    description: C(prove) - where the full proof keeps its stage while it runs.
+    type: path
+  concurrent_requests:
+    description: C(prove) - the short prompts the full proof sends at once (the plan's max running requests).
+    type: int
+  limit:
+    description: C(prove) - the full proof's backstop in seconds (its own deadlines end it first).
+    type: int
+  live:
+    description: C(record) - the live state C(decide) saw.
+    type: dict
+  manifest:
+    description: C(record) - the manifest of the state marked proven.
+    type: dict
+"""
+
+EXAMPLES = r"""
+- name: Decide this node's proof
+  sglang_proof:
+    phase: decide
+    run: "{{ sglang_deploy.run | default({}) }}"
+    record: "{{ sglang_observed.record | default({}) }}"
+    service: sglang
+    context_target: 200000
+    asked: auto
+  register: sglang_proof_plan
+"""
+
+RETURN = r"""
+phase:
+  description: The phase that ran.
+  returned: always
+  type: str
+record:
+  description: C(observe) - the last full proof's record (C({}) when there is none); C(record) - the new one after a
+    full proof.
+  returned: observe, record
+  type: dict
+proven:
+  description: C(observe) - whether the serving process is the one the record proved; C(record) - the store's answer
+    after a full proof.
+  returned: observe, record
+  type: raw
+live:
+  description: C(decide) - the live state (what changed this run, the serving process and versions).
+  returned: decide
+  type: dict
+own:
+  description: C(decide) - this node's proof level and why.
+  returned: decide
+  type: dict
+smoke:
+  description: C(prove) - rank 0's proof result, failed or not (None on the other nodes).
+  returned: prove
+  type: dict
+level:
+  description: C(record) - which proof ran and why.
+  returned: record
+  type: dict
+run:
+  description: The C(run) it was given, as it stands.
+  returned: decide, prove, record
+  type: dict
+"""

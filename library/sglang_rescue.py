@@ -1,0 +1,112 @@
+#!/usr/bin/python
+"""Documentation of the sglang_rescue action (action_plugins/sglang_rescue.py): it runs on the controller and drives
+modules on the host; this file is what ansible-doc reads."""
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+---
+module: sglang_rescue
+short_description: One phase of the rescue of a failed SGLang deploy or proof (look, rescue)
+description:
+  - The one rescue of roles/sglang (main.yml's, over the deploy and the proof) in Python
+    (lib/sglang_state/transaction_rescue.py), in two phases so that a server across nodes decides as one.
+  - C(look) reads the journal's last lines (the key redacted), whether the server answers C(/health_generate), and
+    the backup store.
+  - C(rescue) takes every node's look and decides for the server (lib/sglang_state/rescue.py) - put the last proven
+    state back (the restore of sglang_deploy, its runtime checked first), stop SGLang, or leave it - and fails with
+    one sentence, what was done, and the journal's last lines. docs/when-things-go-wrong.md lists what each failure
+    leaves behind.
+  - An action plugin; it runs modules on the host.
+  - Each phase takes only the options it reads (the table PHASE_OPTIONS in the action); it refuses any other
+    option, and a missing required one, by name before it runs anything. An error inside a phase whose options
+    passed is reported as a defect of the phase, its traceback in C(exception) (shown with -vvv).
+version_added: "1.1.0"
+author: sglang-longctx maintainers (!UNKNOWN)
+options:
+  phase:
+    description: The phase to run.
+    type: str
+    required: true
+    choices: [look, rescue]
+  run:
+    description: The deploy's C(run) (sglang_deploy's), what this run did to the host so far.
+    type: dict
+  files:
+    description: C(look) - the service's files' paths (the store's entries are read for them).
+    type: list
+    elements: raw
+  store:
+    description: C(look) - the backup store, C({dir, keep, lock_owner}).
+    type: dict
+  host:
+    description: C(rescue) - this host's inventory name.
+    type: str
+  rank0:
+    description: C(rescue) - the server's rank-0 host.
+    type: str
+  nodes:
+    description: C(rescue) - every node's C(look) result in this batch, by node (the server decides as one).
+    type: dict
+  service:
+    description: The systemd unit (C(rescue) stops it when it decides to).
+    type: str
+  restore:
+    description: C(rescue) - what C(restore) takes besides the entry (C(runtimes), C(store), C(files), C(unit_name),
+      C(service), C(wait)).
+    type: dict
+  versions:
+    description: C(rescue) - the serving runtime's versions.
+    type: dict
+  url:
+    description: C(look) - the server's URL (for C(/health_generate)).
+    type: str
+  api_key:
+    description: C(look), C(rescue) - the server's API key (redacted from the journal; never returned).
+    type: str
+  failure:
+    description: C(rescue) - the failure's sentence.
+    type: str
+  failed_in:
+    description: C(rescue) - C(proof) when the failure came after a verified deploy.
+    type: str
+  rollback_on_failure:
+    description: C(rescue) - restore after a failed proof of a state that still answers.
+    type: bool
+"""
+
+EXAMPLES = r"""
+- name: Read the journal's last lines, whether the server answers, and the backup store
+  sglang_rescue:
+    phase: look
+    run: "{{ sglang_deploy.run }}"
+    service: sglang
+    url: http://127.0.0.1:30000
+    store: {dir: /var/lib/sglang/backups, keep: 5, lock_owner: me}
+    files: [/etc/systemd/system/sglang.service]
+  register: sglang_rescue
+"""
+
+RETURN = r"""
+phase:
+  description: The phase that ran.
+  returned: always
+  type: str
+journal:
+  description: C(look) - the journal's last lines, the API key replaced by C(<api key>).
+  returned: look
+  type: str
+status:
+  description: C(look) - the status of C(/health_generate); -1 when the server did not answer.
+  returned: look
+  type: int
+store:
+  description: C(look) - the backup store's entries, current and last proven entry (C(problem) when it cannot be
+    read).
+  returned: look
+  type: dict
+run:
+  description: The C(run) it was given, as it stands; C(rescue) always fails, its C(msg) the run's message.
+  returned: always
+  type: dict
+"""
