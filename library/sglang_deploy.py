@@ -139,7 +139,7 @@ options:
     type: dict
   unit_name:
     description: C(restore) - the unit's file name in an entry; taken (and not read) as a key of O(common), which the
-      rescue's O(restore) shares.
+      rescue's C(restore) (sglang_rescue) shares.
     type: str
   record:
     description: C(start) - the record sglang_proof's C(observe) read; when the unit runs the process it names and

@@ -112,7 +112,7 @@ RETURN = r"""
 path:
   description: The runtime of this package set.
   returned: success
-  type: path
+  type: str
 action:
   description: What was done - C(use) (found complete), C(build) or C(adopt) (a legacy virtualenv).
   returned: success
@@ -128,11 +128,11 @@ versions:
 serving:
   description: The runtime the unit serves with now (kept beside the new one).
   returned: success
-  type: path
+  type: str
 launcher:
   description: The runtime's python, which the unit runs.
   returned: success
-  type: path
+  type: str
 removed:
   description: The runtimes the prune removed.
   returned: success
