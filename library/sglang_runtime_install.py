@@ -126,9 +126,9 @@ versions:
   returned: success
   type: dict
 serving:
-  description: The runtime the unit serves with now (kept beside the new one).
+  description: The runtime the live unit runs, C({path, versions}) (path null without a unit), kept beside the new one.
   returned: success
-  type: str
+  type: dict
 launcher:
   description: The runtime's python, which the unit runs.
   returned: success
