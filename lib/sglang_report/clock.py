@@ -1,9 +1,11 @@
 """The day-1 clock: when each phase of a run began and ended, and where the time went.
 
-The role marks each phase as it runs (filter_plugins/sglang_clock.py, `mark` below) into the host fact
-`_sglang_day1_clock`, {phase: {start, end, note}}, times in epoch seconds on the controller's clock; the download's
-figures ride along under `fetch`. The report turns it into `section` (report.json's `clock`) and the summary's
-line (`line`). A phase this run did not reach has no entry; one it began and did not end (a failure) has no end.
+The driver, CUDA and download phases are marked as they run (filter_plugins/sglang_clock.py, `mark` below) into a
+host fact, {phase: {start, end, note}}, times in epoch seconds on the controller's clock; the download's figures ride
+along under `fetch`. The runtime, the boot and the proof are read from the results of the actions that run them,
+each of which carries its own span (`from_results`). The report turns the whole into `section` (report.json's
+`clock`) and the summary's line (`line`). A phase this run did not reach has no entry; one it began and did not end
+(a failure) has no end.
 """
 
 from __future__ import annotations
@@ -50,6 +52,48 @@ def add_download(clock, result):
         got["connections"] = max(got.get("connections") or 0, result["connections"])
     out["fetch"] = got
     return out
+
+
+# How the runtime's action says what it did, as the clock's note says it
+RUNTIME_NOTES = {"build": "built", "use": "found complete", "adopt": "adopted"}
+# The deploy's phases of a run that deploys (a restore is the rollback's, whose boot the clock does not time)
+DEPLOY_PHASES = ("render", "start", "calibrate", "verify")
+
+
+def _span(result):
+    """A registered action result's {start, end} (action_plugins/, lib/sglang_state/phase_action.py), or {}."""
+    span = result.get("clock") if isinstance(result, dict) else None
+    return span if isinstance(span, dict) else {}
+
+
+def _ended(result, phase, span):
+    """The end of a result's span when that phase ran and passed, else None (a phase begun and not ended)."""
+    return span.get("end") if result.get("phase") == phase and not result.get("failed") else None
+
+
+def from_results(runtime, deploy, decided, recorded):
+    """The runtime's, the boot's and the proof's entries of the clock, from the results the role registered: the
+    runtime's action (its span and what it did), the deploy's last phase (its run record began at render; the boot
+    ends when verify passed), the proof's decide (its start) and record (its end, when it passed). A result that is
+    missing (a step this run did not reach, or skipped by its tag) leaves its phase out."""
+    out = {}
+    span = _span(runtime)
+    if span.get("start") is not None:
+        note = RUNTIME_NOTES.get(runtime.get("action"), runtime.get("action"))
+        out["runtime"] = {"start": span["start"], "end": _ended(runtime, "install", span),
+                          "note": "%s%s" % (note or "", " with %s" % runtime["builder"] if runtime.get("builder")
+                                            else "")}
+    run = deploy.get("run") if isinstance(deploy, dict) and isinstance(deploy.get("run"), dict) else {}
+    if deploy.get("phase") in DEPLOY_PHASES and run.get("began") is not None:
+        out["boot"] = {"start": run["began"], "end": _ended(deploy, "verify", _span(deploy)),
+                       "note": "started" if run.get("restarted_this_run") else "no start: nothing changed"}
+    span = _span(decided)
+    if span.get("start") is not None:
+        level = recorded.get("level") if isinstance(recorded, dict) else None
+        out["proof"] = {"start": span["start"], "end": _ended(recorded or {}, "record", _span(recorded)),
+                        "note": str((level or {}).get("level") or "") if isinstance(level, dict) else ""}
+    return {phase: {edge: value for edge, value in entry.items() if value is not None}
+            for phase, entry in out.items()}
 
 
 def _time(phase, edge, value):

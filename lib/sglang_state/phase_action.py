@@ -167,9 +167,9 @@ class PhaseAction(ActionBase):
     """One action of the role: its phases' options checked by name, then the phase's function run over an Executor.
 
     A subclass sets NAME, PHASE_OPTIONS ({phase: takes(...)}, in the order the role runs them) and run_phase(). A phase
-    that takes `run` carries on the run record it is given; the others begin one. An action of one phase takes no
-    `phase` option. _VALID_ARGS, Ansible's own check of a task's options, is every option some phase takes; each
-    phase then refuses what it does not take itself, with the run as it stands."""
+    that takes `run` carries on the run record it is given; the others begin one, noting when (`began`). An action
+    of one phase takes no `phase` option. _VALID_ARGS, Ansible's own check of a task's options, is every option some
+    phase takes; each phase then refuses what it does not take itself, with the run as it stands."""
 
     NAME = ""
     PHASE_OPTIONS = {}
@@ -206,7 +206,14 @@ class PhaseAction(ActionBase):
         return phase, None
 
     def run(self, tmp=None, task_vars=None):
-        task_vars = task_vars or {}
+        """The phase's result, with its span on the controller's clock: {clock: {start, end}} in epoch seconds (the
+        day-1 clock reads the runtime's, the boot's and the proof's from the results the role registers)."""
+        began = time.time()
+        result = self._run(tmp, task_vars or {}, began)
+        result["clock"] = {"start": began, "end": time.time()}
+        return result
+
+    def _run(self, tmp, task_vars, began):
         own = dict(self._task.args)
         phase, wrong = self._phase_of(own)
         if wrong:
@@ -218,6 +225,8 @@ class PhaseAction(ActionBase):
             common = dict(own.get("common") or {})
             if "run" in self.PHASE_OPTIONS[phase]:
                 run.update(own.get("run") or {})
+            else:  # a phase that begins a run record notes when (render's: the boot's start on the day-1 clock)
+                run["began"] = began
             sentence = refused(self.NAME, self.PHASE_OPTIONS, phase, own, common)
             args = {key: value for key, value in dict(common, **own).items() if key not in ("common", "run")}
             args = args if sentence else self.prepare(phase, args, task_vars)

@@ -8,6 +8,7 @@ import glob
 import importlib.util
 import os
 import re
+import time
 from unittest.mock import MagicMock
 
 import pytest
@@ -93,6 +94,18 @@ def _given(phase, leave_out=()):
     """Every required option of the phase (a placeholder value), less leave_out."""
     return dict({name: {} for name, required in _options(phase).items()
                  if required and name not in leave_out}, phase=phase)
+
+
+def test_a_phase_that_begins_a_run_notes_when_and_the_others_carry_it(calls):
+    before = time.time()
+    render = _run(dict(_given("render")))
+    assert before <= render["clock"]["start"] <= render["clock"]["end"] <= time.time()
+    (_phase, (_executor, _args, run)), = calls  # the run record the action gave the phase
+    assert before <= run["began"] <= time.time()
+    _run(dict(_given("start"), run=dict(CHANGED_RUN, began=1.5)))
+    assert calls[-1][1][2]["began"] == 1.5  # carried, not restarted
+    _run(dict(_given("decide"), run=CHANGED_RUN))
+    assert "began" not in calls[-1][1][2]  # a carried run without one gets none
 
 
 def test_the_actions_split_the_phases_and_each_declares_its_options_to_ansible():
@@ -204,7 +217,10 @@ def test_a_phase_failure_is_its_sentence_and_an_ansible_error_is_ansibles(monkey
         raise deploy.transaction.PhaseFailed("SGLang did not answer /health_generate within 600 s")
 
     monkeypatch.setattr(deploy.transaction, "verify", failing)
+    before = time.time()
     result = _run(dict(_given("verify"), run=CHANGED_RUN))
+    span = result.pop("clock")  # every result carries its span on the controller's clock (the day-1 clock reads it)
+    assert before <= span["start"] <= span["end"] <= time.time()
     assert result == {"phase": "verify", "failed": True, "changed": True, "run": CHANGED_RUN,
                       "msg": "SGLang did not answer /health_generate within 600 s"}
 

@@ -149,3 +149,49 @@ def test_the_report_keeps_the_clock_and_a_bad_one_does_not_fail_it():
     assert bad["clock"] == {"error": "day-1 clock: boot.start must be epoch seconds, got 'x'"}
     assert "Not shown: day-1 clock: boot.start" in clock_table(bad["clock"])
     assert "This run kept no clock." in clock_table(None)
+
+
+# --- the runtime's, the boot's and the proof's spans, from the results the role registers ---
+
+def _result(phase, start, end, failed=False, **extra):
+    return dict({"phase": phase, "clock": {"start": start, "end": end}, "failed": failed}, **extra)
+
+
+def test_the_spans_come_from_the_actions_results():
+    runtime = _result("install", T0 + 160, T0 + 222, action="build", builder="uv 0.13.8")
+    deploy = _result("verify", T0 + 400, T0 + 405, run={"began": T0 + 335, "restarted_this_run": True})
+    decided = _result("decide", T0 + 405, T0 + 406)
+    recorded = _result("record", T0 + 424, T0 + 425, level={"level": "full", "reason": "after a change"})
+    assert clock.from_results(runtime, deploy, decided, recorded) == {
+        "runtime": {"start": T0 + 160, "end": T0 + 222, "note": "built with uv 0.13.8"},
+        "boot": {"start": T0 + 335, "end": T0 + 405, "note": "started"},
+        "proof": {"start": T0 + 405, "end": T0 + 425, "note": "full"}}
+    # a re-run: the runtime found complete, nothing started, the check
+    got = clock.from_results(dict(runtime, action="use", builder=None), dict(deploy, run={"began": T0 + 335}),
+                             decided, dict(recorded, level={"level": "check"}))
+    assert got["runtime"]["note"] == "found complete" and got["boot"]["note"] == "no start: nothing changed"
+    assert got["proof"]["note"] == "check"
+
+
+def test_a_phase_begun_and_not_passed_has_no_end_and_one_not_reached_no_entry():
+    deploy = _result("start", T0 + 336, T0 + 390, failed=True, run={"began": T0 + 335})
+    got = clock.from_results({}, deploy, {}, {})
+    assert got == {"boot": {"start": T0 + 335, "note": "no start: nothing changed"}}
+    decided = _result("decide", T0 + 405, T0 + 406)
+    got = clock.from_results({}, _result("verify", T0 + 400, T0 + 405, run={"began": T0 + 335}), decided,
+                             _result("record", T0 + 410, T0 + 411, failed=True))
+    assert "end" not in got["proof"] and got["boot"]["end"] == T0 + 405
+    # a rollback's restore is no deploy's boot; a skipped task's result carries no span
+    assert clock.from_results({"skipped": True}, _result("restore", T0, T0 + 9, run={"began": T0}), {}, {}) == {}
+
+
+def test_the_spans_make_the_same_section_as_the_marks_did():
+    marks = run_clock()
+    driver_cuda_download = {key: marks[key] for key in ("driver", "cuda", "download", "fetch")}
+    from sglang_clock import FilterModule
+
+    results = FilterModule().filters()["sglang_clock_results"]
+    got = results(driver_cuda_download, _result("install", T0 + 160, T0 + 222, action="build", builder="uv"),
+                  _result("verify", T0 + 400, T0 + 405, run={"began": T0 + 335, "restarted_this_run": True}),
+                  _result("decide", T0 + 405, T0 + 406), _result("record", T0 + 420, T0 + 425, level={"level": "full"}))
+    assert clock.section(got) == clock.section(marks)
