@@ -14,6 +14,7 @@ import os
 import re
 import subprocess
 import sys
+import tempfile
 
 import pytest
 import yaml
@@ -47,13 +48,18 @@ def checked_releases():
 
 
 def wheel(version):
-    """The real wheel of `version`, downloaded once (any platform's wheel carries the same Python source)."""
+    """The real wheel of `version`, downloaded once (any platform's wheel carries the same Python source). pip writes
+    into a folder of its own beside the cache and the wheel is then renamed into it, whole: the unit tests read
+    the cache from another process meanwhile (a half-copied wheel once failed test_kvplan_architectures)."""
     found = sorted(glob.glob(os.path.join(WHEELS, "sglang-%s-*.whl" % version)))
     if not found:
         os.makedirs(WHEELS, exist_ok=True)
-        subprocess.run([sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--only-binary=:all:",
-                        "--python-version", "3.11", "--implementation", "cp", "--platform",
-                        "manylinux_2_34_x86_64", "-d", WHEELS, "sglang==%s" % version], check=True, timeout=600)
+        with tempfile.TemporaryDirectory(dir=os.path.dirname(WHEELS), prefix=".sglang-wheel-") as scratch:
+            subprocess.run([sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--only-binary=:all:",
+                            "--python-version", "3.11", "--implementation", "cp", "--platform",
+                            "manylinux_2_34_x86_64", "-d", scratch, "sglang==%s" % version], check=True, timeout=600)
+            for name in os.listdir(scratch):
+                os.replace(os.path.join(scratch, name), os.path.join(WHEELS, name))
         found = sorted(glob.glob(os.path.join(WHEELS, "sglang-%s-*.whl" % version)))
     assert found, "pip download did not leave a wheel of sglang %s in %s" % (version, WHEELS)
     return found[0]
