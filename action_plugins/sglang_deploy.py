@@ -17,7 +17,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.realpath(__file__)), os.
 
 from sglang_checks import planhost  # noqa: E402
 from sglang_state import transaction  # noqa: E402
-from sglang_state.phase_action import PhaseAction, takes  # noqa: E402
+from sglang_state.phase_action import PhaseAction, takes, valid_args  # noqa: E402
 
 # The keys of the `common` the role passes (roles/sglang/vars/main.yml): _sglang_deploy to the deploy's phases,
 # _sglang_restore to a restore. A phase that takes one takes all its keys, read or not: one dict serves phases that
@@ -59,6 +59,9 @@ def replanner(plan_inputs, task_vars):
 class ActionModule(PhaseAction):
     NAME = "sglang_deploy"
     PHASE_OPTIONS = PHASE_OPTIONS
+    # Ansible's own check of the options (ActionBase.run, as its pause action has it): what some phase takes; each
+    # phase refuses before it what it does not take itself, naming what it takes
+    _VALID_ARGS = valid_args(PHASE_OPTIONS)
     PREPARE_NOTE = "; plan_inputs holds %s" % ", ".join(PLAN_PARTS)
 
     def prepare(self, phase, args, task_vars):

@@ -40,6 +40,13 @@ def takes(required, optional="", common=(), run=True):
     return options
 
 
+def valid_args(table):
+    """An action's _VALID_ARGS (Ansible's own check of a task's options, before run()): every option some phase of
+    its table takes, and `phase` where it has several."""
+    names = set().union(*(set(options) for options in table.values()))
+    return frozenset(names | ({"phase"} if len(table) > 1 else set()))
+
+
 def label(name, table, phase):
     """How a message names the action: with its phase where it has several."""
     return "%s (phase %s)" % (name, phase) if len(table) > 1 else name
@@ -166,10 +173,11 @@ class Executor:
 class PhaseAction(ActionBase):
     """One action of the role: its phases' options checked by name, then the phase's function run over an Executor.
 
-    A subclass sets NAME, PHASE_OPTIONS ({phase: takes(...)}, in the order the role runs them) and run_phase(). A phase
+    A subclass sets NAME, PHASE_OPTIONS ({phase: takes(...)}, in the order the role runs them), _VALID_ARGS
+    (valid_args(PHASE_OPTIONS): Ansible's own check of a task's options, in ActionBase.run) and run_phase(). A phase
     that takes `run` carries on the run record it is given; the others begin one, noting when (`began`). An action
-    of one phase takes no `phase` option. _VALID_ARGS, Ansible's own check of a task's options, is every option some
-    phase takes; each phase then refuses what it does not take itself, with the run as it stands."""
+    of one phase takes no `phase` option. Each phase refuses what it does not take itself, naming what it takes and
+    keeping the run as it stands, before Ansible's check runs."""
 
     NAME = ""
     PHASE_OPTIONS = {}
@@ -180,11 +188,6 @@ class PhaseAction(ActionBase):
     # Making and removing one cost two round trips a phase (tests/benchmarks/bench_rerun.py).
     TRANSFERS_FILES = False
     _requires_connection = True
-
-    def __init_subclass__(cls, **kwargs):
-        super().__init_subclass__(**kwargs)
-        names = set().union(*(set(options) for options in cls.PHASE_OPTIONS.values()))
-        cls._VALID_ARGS = frozenset(names | ({"phase"} if len(cls.PHASE_OPTIONS) > 1 else set()))
 
     def prepare(self, phase, args, task_vars):
         """The phase's arguments as its function takes them (a subclass turns an input into what the phase reads);
