@@ -28,8 +28,7 @@ def clock_mark(clock, phase, edge, note=None):
 
 def clock_results(clock, runtime, deploy, decided, recorded):
     """The clock with the runtime's, the boot's and the proof's entries read from their registered results."""
-    parts = [part if isinstance(part, dict) else {} for part in (runtime, deploy, decided, recorded)]
-    return dict(clock or {}, **from_results(*parts))
+    return dict(clock or {}, **from_results(runtime, deploy, decided, recorded))
 
 
 class FilterModule:

@@ -62,7 +62,7 @@ DEPLOY_PHASES = ("render", "start", "calibrate", "verify")
 
 def _span(result):
     """A registered action result's {start, end} (action_plugins/, lib/sglang_state/phase_action.py), or {}."""
-    span = result.get("clock") if isinstance(result, dict) else None
+    span = result.get("clock")
     return span if isinstance(span, dict) else {}
 
 
@@ -75,23 +75,25 @@ def from_results(runtime, deploy, decided, recorded):
     """The runtime's, the boot's and the proof's entries of the clock, from the results the role registered: the
     runtime's action (its span and what it did), the deploy's last phase (its run record began at render; the boot
     ends when verify passed), the proof's decide (its start) and record (its end, when it passed). A result that is
-    missing (a step this run did not reach, or skipped by its tag) leaves its phase out."""
+    missing (a step this run did not reach, or skipped by its tag) leaves its phase out; one that is not a mapping
+    counts as missing."""
+    runtime, deploy, decided, recorded = (part if isinstance(part, dict) else {}
+                                          for part in (runtime, deploy, decided, recorded))
     out = {}
     span = _span(runtime)
     if span.get("start") is not None:
-        note = RUNTIME_NOTES.get(runtime.get("action"), runtime.get("action"))
-        out["runtime"] = {"start": span["start"], "end": _ended(runtime, "install", span),
-                          "note": "%s%s" % (note or "", " with %s" % runtime["builder"] if runtime.get("builder")
-                                            else "")}
-    run = deploy.get("run") if isinstance(deploy, dict) and isinstance(deploy.get("run"), dict) else {}
+        note = RUNTIME_NOTES.get(runtime.get("action"), runtime.get("action")) or ""
+        builder = " with %s" % runtime["builder"] if runtime.get("builder") else ""
+        out["runtime"] = {"start": span["start"], "end": _ended(runtime, "install", span), "note": note + builder}
+    run = deploy.get("run") if isinstance(deploy.get("run"), dict) else {}
     if deploy.get("phase") in DEPLOY_PHASES and run.get("began") is not None:
         out["boot"] = {"start": run["began"], "end": _ended(deploy, "verify", _span(deploy)),
                        "note": "started" if run.get("restarted_this_run") else "no start: nothing changed"}
     span = _span(decided)
     if span.get("start") is not None:
-        level = recorded.get("level") if isinstance(recorded, dict) else None
-        out["proof"] = {"start": span["start"], "end": _ended(recorded or {}, "record", _span(recorded)),
-                        "note": str((level or {}).get("level") or "") if isinstance(level, dict) else ""}
+        level = recorded.get("level") if isinstance(recorded.get("level"), dict) else {}
+        out["proof"] = {"start": span["start"], "end": _ended(recorded, "record", _span(recorded)),
+                        "note": str(level.get("level") or "")}
     return {phase: {edge: value for edge, value in entry.items() if value is not None}
             for phase, entry in out.items()}
 

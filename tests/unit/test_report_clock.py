@@ -183,6 +183,8 @@ def test_a_phase_begun_and_not_passed_has_no_end_and_one_not_reached_no_entry():
     assert "end" not in got["proof"] and got["boot"]["end"] == T0 + 405
     # a rollback's restore is no deploy's boot; a skipped task's result carries no span
     assert clock.from_results({"skipped": True}, _result("restore", T0, T0 + 9, run={"began": T0}), {}, {}) == {}
+    # a value that is not a result at all (a register of another shape) counts as missing
+    assert clock.from_results(None, "x", [], {"clock": "y"}) == {}
 
 
 def test_the_spans_make_the_same_section_as_the_marks_did():
