@@ -230,6 +230,9 @@ VERIFIED = ".sglang-verified.json"
 # call of it fetched, and the early download's pid, progress and end.
 LEDGER = ".sglang-download.json"
 LEDGER_EVERY = 2
+# When the bytes of this process last moved (read from the Hub, or hashed from a .part): the early download's watchdog
+# reads it. A healthy fetch moves bytes at least every `timeout` seconds (a socket that waits longer raises).
+_MOVED = [time.monotonic()]
 # The early download's process name (ps -C sglang-download).
 PROCESS_NAME = "sglang-download"
 # hf_checkpoint_status's mark of a whole checkpoint (repo and revision): the early start has nothing to do then.
@@ -296,6 +299,7 @@ def sha256_of(path):
     with open(path, "rb") as handle:
         for block in iter(lambda: handle.read(CHUNK), b""):
             digest.update(block)
+            _MOVED[0] = time.monotonic()
     return digest.hexdigest()
 
 
@@ -329,6 +333,7 @@ def _prefix_digest(part, offset):
                     break
                 digest.update(block)
                 left -= len(block)
+                _MOVED[0] = time.monotonic()
     return digest
 
 
@@ -370,6 +375,7 @@ def fetch(url, dest, size, token, timeout, deadline=None, sha256=None, stop=None
                         if not chunk:
                             break
                         handle.write(chunk)
+                        _MOVED[0] = time.monotonic()
                         if throttle is not None:
                             throttle(len(chunk))
                         if digest is not None:
@@ -702,8 +708,10 @@ def early_worker(p, endpoint, token, found, todo, lock):
     # OpenSSL 3.0 sets itself up again lazily in a forked process; the fetch threads below doing it at once (ansible's
     # open_url makes an SSL context per request, http:// too) deadlocked in SSLContext.__new__ in about 1 early
     # download in 10 (py-spy: every fetch thread waiting there, the process alive for good; the 180 s hangs of
-    # test_hf_download_early). One context made here, before any thread, does it once.
+    # test_hf_download_early). One context made here, before any thread, does it once; and one sha256, which OpenSSL
+    # also sets up lazily (the fetch threads' first act on a listed file is to start its hash).
     ssl.create_default_context()
+    hashlib.sha256(b"").hexdigest()
     files, ledger = found[1], read_ledger(p["path"])
     base, _whole = on_disk(p["path"], files)
     before = _number(ledger.get("bytes_fetched"))
@@ -717,10 +725,19 @@ def early_worker(p, endpoint, token, found, todo, lock):
                                      files_total=len(files), early_fetched=got, bytes_fetched=before + got, **extra))
 
     def beat():
+        # The watchdog: a process whose bytes stopped moving for longer than any healthy fetch can wait (a hang the
+        # sockets' timeouts do not cover) ends itself, so that it does not hold the folder's lock, and with it day 1,
+        # for good; the role's tries then fetch the rest themselves, continuing its .part files.
+        stalled_after = 2 * p["timeout"] + 30
         while not stop.wait(LEDGER_EVERY):
             note("running")
+            if time.monotonic() - _MOVED[0] > stalled_after:
+                note("failed", error="no byte moved for %d s (twice the timeout, %d s, and 30): the early download "
+                     "stopped itself; the download's tries fetch the rest" % (stalled_after, p["timeout"]))
+                os._exit(1)  # pylint: disable=protected-access
 
     note("running")
+    _MOVED[0] = time.monotonic()
     threading.Thread(target=beat, daemon=True).start()
     try:
         written = download(p, endpoint, token, found, todo, None, lambda _text: None)[2]

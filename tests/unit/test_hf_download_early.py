@@ -51,15 +51,26 @@ def alive(pid, since=None):
     return since is None or now[0] == since[0]
 
 
+def stacks(pid):
+    """Where a process's threads are (py-spy, in the test venv), for a failure's message."""
+    spy = pathlib.Path(sys.executable).parent / "py-spy"
+    if not spy.exists():
+        return "(no py-spy to show its threads)"
+    done = subprocess.run([str(spy), "dump", "--pid", str(pid)], capture_output=True, text=True, timeout=60,
+                          check=False)
+    return done.stdout + done.stderr
+
+
 def wait_gone(pid, seconds=180, ledger=None):
-    # 180 s: a connection the loaded machine stalled costs the client's 60 s timeout and one more try
+    # 180 s: a connection the loaded machine stalled costs the client's 60 s timeout and one more try; a hang no
+    # timeout covers ends the process by its watchdog after 150 s (2 x 60 + 30)
     since = started_at(pid)
     until = time.monotonic() + seconds
     while alive(pid, since) and time.monotonic() < until:
         time.sleep(0.1)
     said = ledger.read_text(errors="replace") if ledger and ledger.exists() else "no ledger"
-    assert not alive(pid, since), "the early download (pid %d) still runs after %d s; its ledger: %s" % (
-        pid, seconds, said)
+    assert not alive(pid, since), "the early download (pid %d) still runs after %d s; its ledger: %s; its threads: " \
+        "%s" % (pid, seconds, said, stacks(pid))
 
 
 def join(args, tmp_path, tries=60):
@@ -156,6 +167,46 @@ def test_a_failed_early_download_is_said_and_continued(tmp_path):
         server.shutdown()
     assert "The early download of org/model stopped" in json.dumps(tries[0].get("warnings")), sorted(tries[0])
     assert (target / "model-00002.safetensors").read_bytes() == files["model-00002.safetensors"]
+
+
+# The module as one_try runs it, with a hang no socket timeout covers put into the early download's process alone (the
+# forked worker: another pid than the module's), as a deadlock in a library would hang it.
+HANGS_IN_THE_WORKER = """
+import http.client, os, runpy, sys, threading
+module = os.getpid()
+connect = http.client.HTTPConnection.connect
+def hang(self):
+    if os.getpid() != module:
+        threading.Event().wait()
+    return connect(self)
+http.client.HTTPConnection.connect = hang
+sys.argv = sys.argv[1:]
+runpy.run_path(sys.argv[0], run_name="__main__")
+"""
+
+
+def test_an_early_download_that_hangs_ends_itself_and_the_tries_fetch_the_rest(tmp_path):
+    # a process that holds the folder's lock and moves no byte would keep every try joining it for good
+    files = weights_and_config()
+    server = paced_hub(files, 4 * 2**20)
+    try:
+        args, target = args_for(server, tmp_path, timeout=5)  # the watchdog: 2 x 5 + 30 s without a byte
+        (tmp_path / "args.json").write_text(json.dumps({"ANSIBLE_MODULE_ARGS": dict(args, background=True)}))
+        began = time.monotonic()
+        proc = subprocess.run([sys.executable, "-c", HANGS_IN_THE_WORKER, str(REPO_ROOT / "library/hf_download.py"),
+                               str(tmp_path / "args.json")], capture_output=True, text=True, timeout=60, check=False)
+        out = json.loads(proc.stdout)
+        assert proc.returncode == 0 and out["started"], proc.stdout + proc.stderr
+        wait_gone(out["pid"], seconds=120, ledger=target / ".sglang-download.json")
+        assert 40 <= time.monotonic() - began, "it ended before its watchdog could"
+        ledger = json.loads((target / ".sglang-download.json").read_text())
+        assert ledger["state"] == "failed" and "no byte moved for 40 s" in ledger["error"], ledger
+        tries = join(args, tmp_path)
+    finally:
+        server.shutdown()
+    assert "stopped itself" in json.dumps(tries[0].get("warnings")), tries[0]
+    for name, data in files.items():
+        assert (target / name).read_bytes() == data
 
 
 def test_a_checkpoint_marked_complete_starts_nothing(tmp_path):
