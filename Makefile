@@ -113,16 +113,24 @@ real-resolver: venv
 	SGLANG_REAL=1 pytest -q tests/contract/real
 
 # make test's part: every case put to both real releases again (SGLANG_REAL_FRESH), the answers written outside the
-# tree and the double held to them (tests/sglang_double/test_double_real_resolver.py), after the scenarios (their
-# instances and these installs do not share the disk), then the installs and their uv cache removed (~18 GiB; a new
-# install takes about a minute from PyPI).
+# tree and the double held to them (tests/sglang_double/test_double_real_resolver.py); then the real 0.5.23 server
+# booted again under the role's launcher with the proof run against it (serve_real.py), and the journal reader, the
+# proof and the double held to that fresh recording (test_stored_real_server.py). After the scenarios (their
+# instances and these installs do not share the disk, and the boot has the cores); then the installs and their uv
+# cache removed (~18 GiB; a new install takes about a minute from PyPI). Each half prints its seconds.
+REAL_OUT := $(CURDIR)/.cache/sglang-real/answers
 .PHONY: real-contract
 real-contract: venv
-	rm -rf .cache/sglang-real/answers && mkdir -p .cache/sglang-real/answers
-	SGLANG_REAL=1 SGLANG_REAL_FRESH=1 SGLANG_REAL_OUT=$(CURDIR)/.cache/sglang-real/answers \
+	rm -rf $(REAL_OUT) && mkdir -p $(REAL_OUT)
+	began=$$(date +%s); SGLANG_REAL=1 SGLANG_REAL_FRESH=1 SGLANG_REAL_OUT=$(REAL_OUT) \
 	  pytest -q tests/contract/real/test_real_resolver.py \
-	  && SGLANG_REAL_OUT=$(CURDIR)/.cache/sglang-real/answers pytest -q tests/sglang_double/test_double_real_resolver.py; \
-	  rc=$$?; rm -rf .cache/sglang-real/0.5.* .cache/sglang-real/uv-cache; exit $$rc
+	  && SGLANG_REAL_OUT=$(REAL_OUT) pytest -q tests/sglang_double/test_double_real_resolver.py \
+	  && echo "[test] real-contract, the resolver: $$(( $$(date +%s) - began )) s" \
+	  && began=$$(date +%s) && SGLANG_REAL_OUT=$(REAL_OUT) PYTHONPATH=tests/module_utils_path \
+	    $(BIN)/python tests/contract/real/serve_real.py 0.5.23 \
+	  && SGLANG_REAL_OUT=$(REAL_OUT) pytest -q tests/contract/real/test_stored_real_server.py \
+	  && echo "[test] real-contract, the server: $$(( $$(date +%s) - began )) s"; \
+	  rc=$$?; rm -rf .cache/sglang-real/0.5.* .cache/sglang-real/server-* .cache/sglang-real/uv-cache; exit $$rc
 
 # The REAL SGLang 0.5.23 server booted on this CPU under the role's launcher, with the --config key and the planned
 # pin, its endpoints and the proof module recorded into tests/fixtures/sglang_real/server-<version>/ (serve_real.py;

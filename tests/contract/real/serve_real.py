@@ -13,6 +13,9 @@ redacted by the launcher), the answers of /health, /server_info (with and withou
 run against it. test_stored_real_server.py holds the journal parser and the double to these on every make unit.
 
     python tests/contract/real/serve_real.py 0.5.23     (after setup_real.sh 0.5.23; ~4-12 min on 2 cores)
+
+With SGLANG_REAL_OUT=DIR it records into DIR/server-<version>/ instead (make test's real-contract: the boot and the
+proof made again on every run, the tree unchanged, and test_stored_real_server.py run on that recording).
 """
 
 import json
@@ -152,7 +155,10 @@ def record(version):
         proof = smoke(version)
     finally:
         stop(server)
-    out = os.path.join(REPO, "tests", "fixtures", "sglang_real", "server-%s" % version)
+    # SGLANG_REAL_OUT=DIR (make test's real-contract): a fresh recording outside the tree, which
+    # test_stored_real_server.py then reads instead of the committed one
+    out = os.path.join(os.environ.get("SGLANG_REAL_OUT") or os.path.join(REPO, "tests", "fixtures", "sglang_real"),
+                       "server-%s" % version)
     os.makedirs(out, exist_ok=True)
     with open(os.path.join(work, "boot.log"), encoding="utf-8", errors="replace") as handle:
         text = handle.read()

@@ -27,7 +27,8 @@ sys.path.insert(0, os.path.join(REPO, "tests", "sglang_double"))
 
 from run_double import running_double  # noqa: E402
 
-FIXTURES = os.path.join(REPO, "tests", "fixtures", "sglang_real")
+# The committed recording, or with SGLANG_REAL_OUT=DIR the one make test's real-contract has just made
+FIXTURES = os.environ.get("SGLANG_REAL_OUT") or os.path.join(REPO, "tests", "fixtures", "sglang_real")
 RELEASES = ["0.5.23"]
 KEY = "k3y-of-the-double"
 # What the project reads from /server_info (library/sglang_smoke_test.py server_info, pool_from_info,
