@@ -667,34 +667,102 @@ def add_to_ledger(folder, ledger, written, **state):
 
 # -- the early download: started in the background, joined later ------------------------------------------
 def detach(work):
-    """Run work() in a grandchild that outlives this module (setsid, its own session; stdin, stdout and stderr on
-    /dev/null so that Ansible's connection does not wait for it), as Ansible's async_wrapper does. Returns its pid."""
+    """Run work(send) in a grandchild that outlives this module (setsid, its own session; stdin, stdout and stderr on
+    /dev/null so that Ansible's connection does not wait for it), as Ansible's async_wrapper does; send(mapping) is its
+    one report to this process. Returns (its pid, the report: {} when it ended without one)."""
     read_end, write_end = os.pipe()
     child = os.fork()
     if child:
         os.close(write_end)
         with os.fdopen(read_end, "rb") as pipe:
-            pid = int(pipe.read() or b"0")
+            said = pipe.read().decode("utf-8", "replace").split("\n", 1)  # its pid, then its report (EOF: it sent)
         os.waitpid(child, 0)
-        return pid
+        pid = int(said[0]) if said[0].strip().isdigit() else 0
+        try:
+            report = json.loads(said[1]) if len(said) > 1 and said[1].strip() else {}
+        except ValueError:
+            report = {}
+        return pid, report if isinstance(report, dict) else {}
     os.close(read_end)
     os.setsid()
     grandchild = os.fork()
     if grandchild:
-        os.write(write_end, str(grandchild).encode())
+        os.write(write_end, b"%d\n" % grandchild)
+        os.close(write_end)
         # a forked child must not run the module's exit handlers
         os._exit(0)  # pylint: disable=protected-access
-    os.close(write_end)
     os.chdir("/")  # not the module's temporary folder, which Ansible removes
     devnull = os.open(os.devnull, os.O_RDWR)
     for fd in (0, 1, 2):
         os.dup2(devnull, fd)
+    sent, once = [], threading.Lock()
+
+    def send(report):
+        with once:  # the watchdog's thread may send too
+            if not sent:
+                sent.append(True)
+                os.write(write_end, json.dumps(report).encode())
+                os.close(write_end)
+
     code = 1
     try:
-        work()
+        work(send)
         code = 0
     finally:
         os._exit(code)  # pylint: disable=protected-access
+
+
+def watchdog(p, send):
+    """A process whose bytes stopped moving for longer than any healthy fetch can wait (a hang the sockets' timeouts
+    do not cover) ends itself, so that it does not hold the module, or the folder's lock and with it day 1, for good;
+    the role's tries then fetch the rest themselves, continuing its .part files."""
+    stalled_after = 2 * p["timeout"] + 30
+    while time.monotonic() - _MOVED[0] <= stalled_after:
+        time.sleep(LEDGER_EVERY)
+    why = ("no byte moved for %d s (twice the timeout, %d s, and 30): the early download stopped itself; the "
+           "download's tries fetch the rest" % (stalled_after, p["timeout"]))
+    send({"error": why})  # the module, when it still waits for the small files
+    ledger = read_ledger(p["path"])
+    if ledger.get("state") == "running":
+        write_ledger(p["path"], dict(ledger, state="failed", error=why, updated=time.time()))
+    os._exit(1)  # pylint: disable=protected-access
+
+
+def early_start(p, endpoint, token, lock, send):
+    """The early download's process, from the start: the listing, then the small files (config.json and the index:
+    the plan reads them; send() tells the module, which then returns), then the rest as long as it takes. All of it
+    runs here, in a process forked before the module made a connection or a thread: OpenSSL set up in the module and
+    then forked hung this process's fetch threads now and then (SSLContext.__new__ under py-spy, 9e09561; in CI also
+    with that fixed: no byte in 180 s)."""
+    warnings = []
+    _MOVED[0] = time.monotonic()
+    threading.Thread(target=watchdog, args=(p, send), daemon=True).start()
+    try:
+        found = survey(p, endpoint, token)
+        files, todo = found[1], found[3]
+        small = [name for name in todo if not name.endswith(WEIGHTS) and (files[name] or 0) <= SMALL]
+        ledger = read_ledger(p["path"])
+        if ledger.get("commit") != found[0]:
+            ledger = {"commit": found[0], "repo": p["repo"]}  # another revision: a new download
+        ledger = settle(p["path"], ledger, files)
+        written = download(p, endpoint, token, found, small, None, warnings.append)[2]
+        add_to_ledger(p["path"], ledger, written, started=ledger.get("started") or time.time())
+    except Failed as err:
+        send({"error": str(err), "fetched": err.fetched, "resumed": err.resumed, "warnings": warnings})
+        lock.close()
+        return
+    except Exception as err:  # noqa: BLE001 - the module says it in a sentence; this process only reports
+        send({"error": "the early download's start failed: %s: %s" % (type(err).__name__, err), "warnings": warnings})
+        lock.close()
+        return
+    large = [name for name in todo if name not in small]
+    have, whole = on_disk(p["path"], files)
+    send({"written": written, "have": have, "whole": whole, "count": len(files), "large": len(large),
+          "total": sum(size or 0 for size in files.values()), "warnings": warnings})
+    if large:
+        early_worker(p, endpoint, token, found, large, lock)
+    else:
+        lock.close()
 
 
 def early_worker(p, endpoint, token, found, todo, lock):
@@ -725,19 +793,10 @@ def early_worker(p, endpoint, token, found, todo, lock):
                                      files_total=len(files), early_fetched=got, bytes_fetched=before + got, **extra))
 
     def beat():
-        # The watchdog: a process whose bytes stopped moving for longer than any healthy fetch can wait (a hang the
-        # sockets' timeouts do not cover) ends itself, so that it does not hold the folder's lock, and with it day 1,
-        # for good; the role's tries then fetch the rest themselves, continuing its .part files.
-        stalled_after = 2 * p["timeout"] + 30
         while not stop.wait(LEDGER_EVERY):
             note("running")
-            if time.monotonic() - _MOVED[0] > stalled_after:
-                note("failed", error="no byte moved for %d s (twice the timeout, %d s, and 30): the early download "
-                     "stopped itself; the download's tries fetch the rest" % (stalled_after, p["timeout"]))
-                os._exit(1)  # pylint: disable=protected-access
 
     note("running")
-    _MOVED[0] = time.monotonic()
     threading.Thread(target=beat, daemon=True).start()
     try:
         written = download(p, endpoint, token, found, todo, None, lambda _text: None)[2]
@@ -752,7 +811,7 @@ def early_worker(p, endpoint, token, found, todo, lock):
 
 def start_early(module, p, endpoint, token):
     """background=true: the small files now (config.json and the index: the plan reads them), the rest in a
-    detached process that holds the folder's lock; returns at once."""
+    detached process that holds the folder's lock; returns once the small ones are there."""
     if marked_complete(p["path"], p["repo"], p["revision"]):
         module.exit_json(changed=False, started=False, running=False, done=True, pid=None,
                          progress="%s is complete in %s" % (p["repo"], p["path"]))
@@ -763,28 +822,22 @@ def start_early(module, p, endpoint, token):
         ledger = read_ledger(p["path"])
         module.exit_json(changed=False, started=False, running=True, done=False, pid=ledger.get("pid"),
                          progress="%s: already downloading (pid %s)" % (p["repo"], ledger.get("pid")))
-    found = survey(p, endpoint, token)
-    files, todo = found[1], found[3]
-    small = [name for name in todo if not name.endswith(WEIGHTS) and (files[name] or 0) <= SMALL]
-    ledger = read_ledger(p["path"])
-    if ledger.get("commit") != found[0]:
-        ledger = {"commit": found[0], "repo": p["repo"]}  # another revision: a new download
-    ledger = settle(p["path"], ledger, files)
-    _fetched, _resumed, written = download(p, endpoint, token, found, small, None, module.warn)
-    add_to_ledger(p["path"], ledger, written, started=ledger.get("started") or time.time())
-    large = [name for name in todo if name not in small]
-    have, whole = on_disk(p["path"], files)
-    total = sum(size or 0 for size in files.values())
-    if not large:
-        lock.close()
-        module.exit_json(changed=bool(written), started=False, running=False, done=True, pid=None,
-                         bytes_done=have, bytes_total=total,
-                         progress=progress_line(p["repo"], have, total, whole, len(files), None, True))
-    pid = detach(lambda: early_worker(p, endpoint, token, found, large, lock))
+    pid, report = detach(lambda send: early_start(p, endpoint, token, lock, send))
     lock.close()  # the worker holds its own copy of the lock
+    for text in report.get("warnings") or []:
+        module.warn(str(text))
+    if report.get("error") or "large" not in report:
+        raise Failed(str(report.get("error") or "the early download (pid %d) ended before it said how its start went"
+                         % pid), report.get("fetched") or (), report.get("resumed"))
+    have, total, whole = _number(report.get("have")), _number(report.get("total")), _number(report.get("whole"))
+    if not report["large"]:
+        module.exit_json(changed=bool(report.get("written")), started=False, running=False, done=True, pid=None,
+                         bytes_done=have, bytes_total=total,
+                         progress=progress_line(p["repo"], have, total, whole, _number(report.get("count")), None,
+                                                True))
     module.exit_json(changed=True, started=True, running=True, done=False, pid=pid, bytes_done=have,
                      bytes_total=total, progress="%s: %d files of %s downloading in the background (pid %d)"
-                     % (p["repo"], len(large), human(total - have), pid))
+                     % (p["repo"], _number(report["large"]), human(total - have), pid))
 
 
 def join_early(module, p, started):

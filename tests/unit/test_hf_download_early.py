@@ -170,19 +170,26 @@ def test_a_failed_early_download_is_said_and_continued(tmp_path):
 
 
 # The module as one_try runs it, with a hang no socket timeout covers put into the early download's process alone (the
-# forked worker: another pid than the module's), as a deadlock in a library would hang it.
+# forked worker: another pid than the module's), as a deadlock in a library would hang it: in its requests for the
+# weights (argv[1] ".safetensors"), or in every request ("").
 HANGS_IN_THE_WORKER = """
 import http.client, os, runpy, sys, threading
-module = os.getpid()
-connect = http.client.HTTPConnection.connect
-def hang(self):
-    if os.getpid() != module:
+module, where = os.getpid(), sys.argv.pop(1)
+putrequest = http.client.HTTPConnection.putrequest
+def hang(self, method, url, *args, **kwargs):
+    if os.getpid() != module and url.endswith(where):
         threading.Event().wait()
-    return connect(self)
-http.client.HTTPConnection.connect = hang
+    return putrequest(self, method, url, *args, **kwargs)
+http.client.HTTPConnection.putrequest = hang
 sys.argv = sys.argv[1:]
 runpy.run_path(sys.argv[0], run_name="__main__")
 """
+
+
+def hanging_start(args, tmp_path, where):
+    (tmp_path / "args.json").write_text(json.dumps({"ANSIBLE_MODULE_ARGS": dict(args, background=True)}))
+    return subprocess.run([sys.executable, "-c", HANGS_IN_THE_WORKER, where, str(REPO_ROOT / "library/hf_download.py"),
+                           str(tmp_path / "args.json")], capture_output=True, text=True, timeout=120, check=False)
 
 
 def test_an_early_download_that_hangs_ends_itself_and_the_tries_fetch_the_rest(tmp_path):
@@ -191,10 +198,8 @@ def test_an_early_download_that_hangs_ends_itself_and_the_tries_fetch_the_rest(t
     server = paced_hub(files, 4 * 2**20)
     try:
         args, target = args_for(server, tmp_path, timeout=5)  # the watchdog: 2 x 5 + 30 s without a byte
-        (tmp_path / "args.json").write_text(json.dumps({"ANSIBLE_MODULE_ARGS": dict(args, background=True)}))
         began = time.monotonic()
-        proc = subprocess.run([sys.executable, "-c", HANGS_IN_THE_WORKER, str(REPO_ROOT / "library/hf_download.py"),
-                               str(tmp_path / "args.json")], capture_output=True, text=True, timeout=60, check=False)
+        proc = hanging_start(args, tmp_path, ".safetensors")
         out = json.loads(proc.stdout)
         assert proc.returncode == 0 and out["started"], proc.stdout + proc.stderr
         wait_gone(out["pid"], seconds=120, ledger=target / ".sglang-download.json")
@@ -207,6 +212,25 @@ def test_an_early_download_that_hangs_ends_itself_and_the_tries_fetch_the_rest(t
     assert "stopped itself" in json.dumps(tries[0].get("warnings")), tries[0]
     for name, data in files.items():
         assert (target / name).read_bytes() == data
+
+
+def test_an_early_start_that_hangs_before_the_small_files_fails_the_module_in_a_sentence(tmp_path):
+    # the module waits for the small files (the plan reads config.json): a hang there must not hang the run
+    files = weights_and_config()
+    server = paced_hub(files, 4 * 2**20)
+    try:
+        args, target = args_for(server, tmp_path, timeout=5)
+        began = time.monotonic()
+        proc = hanging_start(args, tmp_path, "")
+        out = json.loads(proc.stdout)
+        assert proc.returncode == 1 and out["failed"] and "no byte moved for 40 s" in out["msg"], out
+        assert 40 <= time.monotonic() - began < 100
+        tries = join(args, tmp_path)  # the lock went with the process
+    finally:
+        server.shutdown()
+    for name, data in files.items():
+        assert (target / name).read_bytes() == data
+    assert tries[-1]["done"]
 
 
 def test_a_checkpoint_marked_complete_starts_nothing(tmp_path):
