@@ -205,7 +205,6 @@ import http.client
 import json
 import os
 import re
-import ssl
 import threading
 import time
 import urllib.error
@@ -773,13 +772,6 @@ def early_worker(p, endpoint, token, found, todo, lock):
             handle.write(PROCESS_NAME)
     except OSError:
         pass
-    # OpenSSL 3.0 sets itself up again lazily in a forked process; the fetch threads below doing it at once (ansible's
-    # open_url makes an SSL context per request, http:// too) deadlocked in SSLContext.__new__ in about 1 early
-    # download in 10 (py-spy: every fetch thread waiting there, the process alive for good; the 180 s hangs of
-    # test_hf_download_early). One context made here, before any thread, does it once; and one sha256, which OpenSSL
-    # also sets up lazily (the fetch threads' first act on a listed file is to start its hash).
-    ssl.create_default_context()
-    hashlib.sha256(b"").hexdigest()
     files, ledger = found[1], read_ledger(p["path"])
     base, _whole = on_disk(p["path"], files)
     before = _number(ledger.get("bytes_fetched"))

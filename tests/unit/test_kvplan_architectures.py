@@ -124,7 +124,9 @@ def release_wheel(release):
     """The release's wheel: the pinned one downloaded when missing (a clean checkout's make unit reads it before
     the contract tests of another worker have fetched it, and skipping then hid these checks in CI), another one
     only where `make releases` left it."""
-    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "contract"))
+    contract = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "contract")
+    if contract not in sys.path:
+        sys.path.insert(0, contract)
     from test_release_flags import pinned_version, release_of, wheel
 
     if release == release_of(pinned_version()):
