@@ -116,9 +116,10 @@ def _build(ex, args, path):
     for src in _wheels(args):
         succeeded(ex.copy({"src": src, "dest": args["wheels_dir"] + "/", "mode": "0644"}),
                   "copying %s to the host" % os.path.basename(src))
-    # python3-venv: the pip build's venv and the builder's own; python3-pip: the pip build
+    # python3-venv: the pip build's venv and the builder's own; python3-pip: the pip build. The package lists are
+    # read first (a new build only): a host the driver and CUDA roles did not run on may have none
     packages = ["python3-venv", "python3-pip"] + (["git"] if args["kernel_sources"] else [])
-    succeeded(ex.module("ansible.builtin.apt", {"name": packages, "state": "present"}),
+    succeeded(ex.module("ansible.builtin.apt", {"name": packages, "state": "present", "update_cache": True}),
               "installing " + " ".join(packages))
     succeeded(ex.module("ansible.builtin.file", {"path": args["dir"], "state": "directory", "mode": "0755"}),
               "the runtimes' folder")
