@@ -59,6 +59,16 @@ def test_missing_memory_and_target_are_explained():
                  "gpu_memory_mib": 1000, "context_target": 10})
 
 
+def test_weights_under_the_journals_resolution_are_a_calibration():
+    """The real SGLang's CPU engine with a tiny model (molecule/real_server) logs the same free memory before and after
+    its weights load: a calibration, not a swap."""
+    tiny = {"num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2, "hidden_size": 64,
+            "max_position_embeddings": 4096}
+    plan = kv.plan({"model_config": tiny, "checkpoint_gib": 0.0002, "gpu_memory_mib": 24_000, "context_target": 2048,
+                    "pre_load_avail_gib": 20.6, "post_load_avail_gib": 20.6, "pool_policy": "target"})
+    assert plan["calibrated"] and plan["max_total_tokens"] >= 2048, plan
+
+
 def test_numbers_given_as_strings_are_accepted():
     # group_vars and -e values arrive as strings; the planner takes them as the numbers they spell.
     plan = kv.plan(dict(BASE, tp_size="8", context_target="100000", min_headroom_gib="4"))
