@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from typing import Any
 
 import yaml
+from sglang_kvplan.spec import load_presets
 
 from sglang_checks import extra_args, flags
 from sglang_checks.kinds import (
@@ -134,6 +135,15 @@ HF_REVISION_CHECK = pattern(HF_REVISION, "a Hub revision (branch, tag or commit)
 SECRETS = {"sglang_api_key", "sglang_hf_token", "sglang_router_admin_api_key"}
 
 
+def _preset(value):
+    """The planner takes sglang_model as a preset's name even where the host's config.json wins (spec.py): refused
+    here, before the runtime is built, rather than at the plan after it."""
+    names = sorted(load_presets())
+    if value is not None and value not in names:  # null: the planner takes the host's config.json alone
+        raise Refusal("is not a preset of lib/sglang_kvplan/model_presets.yml",
+                      "name the nearest one (%s); the host's config.json still wins" % ", ".join(names))
+
+
 def _checks(variables):
     """{knob: check(value)}; a check raises Refusal. sglang_extra_args needs the release's option table."""
     version = variables.get("sglang_version") or "0.5.23"
@@ -156,6 +166,7 @@ def _checks(variables):
         "sglang_extra_args": lambda v: extra_args.check("sglang_extra_args", sglang_table, extra_args.SGLANG_OWNERS,
                                                         v, "SGLang %s's parser" % version),
         "sglang_speculative": speculative,
+        "sglang_model": _preset,
         "sglang_nccl_socket_ifname": optional(pattern(IFNAME, "an interface list", "eth0 or ^lo,docker")),
         "sglang_gloo_socket_ifname": optional(pattern(IFNAME, "an interface list", "eth0")),
         "sglang_model_hf_repo": optional(HF_REPO_CHECK),

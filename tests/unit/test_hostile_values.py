@@ -56,6 +56,15 @@ def test_the_repository_inventory_passes():
     assert refused(**{key: value for key, value in variables.items() if key.startswith("sglang_")}) == []
 
 
+def test_a_model_that_is_no_preset_is_refused_before_the_runtime_build():
+    """The planner refused '' only after the runtime was built (molecule/real_server's first run); null is the host's
+    config.json alone, which the planner takes."""
+    for value in ("", "kimi-k9"):
+        line = sentence_for("sglang_model", refused(sglang_model=value))
+        assert "not a preset" in line and "llama-3.1-8b" in line, line
+    assert refused(sglang_model=None) == [] and refused(sglang_model="llama-3.1-8b") == []
+
+
 # --- injection: a line break or a NUL in any value that reaches a file ---
 
 INJECTIONS = [
