@@ -126,7 +126,8 @@ options:
     description:
       - For the full proof, after the long prompt, this many short needle prompts (a few hundred tokens each, each
         with its own number) sent at once - the role passes the planned C(--max-running-requests). Every one must
-        be answered with its own number, or the proof fails. The time to the last answer and the aggregate decode
+        be answered with its own number (or, with I(expect) given, match I(expect) as the long prompt's answer must),
+        or the proof fails. The time to the last answer and the aggregate decode
         tokens/s are returned as RV(concurrency). At most 64 are sent; 0 (default) sends none. The check level
         never sends them.
     type: int
@@ -1071,10 +1072,11 @@ def long_needle(client, model, prompt, params, on_first_text=None, on_decoding=N
 
 
 # -- short requests side by side --------------------------------------------------------------------------
-def concurrent_prompts(client, model, count, max_tokens):
+def concurrent_prompts(client, model, count, max_tokens, expect=None):
     """`count` short needle prompts sent at once, each with its own number: {requests, answered, seconds (to the
     last answer), completion_tokens, decode_tokens_per_s, prompt_tokens, check}. A server that serializes them
-    shows it in the seconds; one that mixes them up, or drops one, fails the check."""
+    shows it in the seconds; one that mixes them up, or drops one, fails the check. Each answer must hold its own
+    number, or match `expect` when the operator gave one (a model that cannot answer the needle)."""
     draw = random.SystemRandom()
     needles = draw.sample(range(1_000_000, 10_000_000), count)
     answers = [None] * count
@@ -1103,11 +1105,13 @@ def concurrent_prompts(client, model, count, max_tokens):
         text, usage = answer[0], answer[1]
         tokens += int(usage.get("completion_tokens") or 0)
         prompt_tokens = max(prompt_tokens, int(usage.get("prompt_tokens") or 0))
-        if not answer_matches(r"\b%d\b" % needle, text):
+        if not answer_matches(expect or r"\b%d\b" % needle, text):
             wrong.append("%d answered %r" % (needle, text))
     answered = count - len(wrong)
-    detail = ("%d short prompts (%s tokens each) sent at once, %d answered with their own number; the last answer "
-              "after %.2f s, %s completion tokens/s in all" % (count, fmt(prompt_tokens), answered, seconds,
+    detail = ("%d short prompts (%s tokens each) sent at once, %d answered %s; the last answer "
+              "after %.2f s, %s completion tokens/s in all" % (count, fmt(prompt_tokens), answered,
+                                                               "matching /%s/" % expect if expect else
+                                                               "with their own number", seconds,
                                                                fmt(int(tokens / seconds)) if seconds > 0 else "?"))
     if wrong:
         detail += "; wrong: " + "; ".join(wrong[:4]) + (" (and %d more)" % (len(wrong) - 4) if len(wrong) > 4 else "")
@@ -1203,7 +1207,8 @@ def full_proof(params, result, progress, asked):
         count = min(params.get("concurrent_requests") or 0, CONCURRENT_MAX)
         if count:
             progress.stage("proof: %d short prompts at once" % count)
-            result["concurrency"] = concurrent_prompts(client, model, count, params["max_tokens"])
+            result["concurrency"] = concurrent_prompts(client, model, count, params["max_tokens"],
+                                                         params.get("expect"))
             checks.append(result["concurrency"].pop("check"))
     failed = [c for c in checks if not c["ok"]]
     if failed:
