@@ -240,9 +240,9 @@ def plan_summary(servers, pictures, plans):
     return {"lines": lines, "disagree": disagree}
 
 
-def gpus_per_node(tp_size, pp_size=1, dp_size=1, enable_dp_attention=False, nnodes=1):
+def gpus_per_node(tp_size, pp_size=1, dp_size=1, enable_dp_attention=False, nnodes=1, extra_args=()):
     """GPUs SGLang takes on each node of a server (planspec.gpus_per_node): preflight and the runtime check."""
-    return planspec.gpus_per_node(tp_size, pp_size, dp_size, enable_dp_attention, nnodes)
+    return planspec.gpus_per_node(tp_size, pp_size, dp_size, enable_dp_attention, nnodes, extra_args)
 
 
 class FilterModule:

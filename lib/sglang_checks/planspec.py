@@ -41,12 +41,21 @@ def node_inputs(node, knobs, gpu=None, calibration=None):
             "calibration": calibration if calibration is not None else (knobs.get("sglang_calibration") or {})}
 
 
-def gpus_per_node(tp_size, pp_size=1, dp_size=1, enable_dp_attention=False, nnodes=1):
+def gpus_per_node(tp_size, pp_size=1, dp_size=1, enable_dp_attention=False, nnodes=1, extra_args=()):
     """The GPUs SGLang takes on each node: tp x pp per data-parallel rank, dp ranks (DP attention keeps them
     inside the tp group: 0.5.23 resolves it to attn_dp_size, dp_size 1), shared by the server's nodes
-    (managers/data_parallel_controller.py launch_dp_schedulers: base_gpu_id += tp_size x pp_size per DP rank)."""
+    (managers/data_parallel_controller.py launch_dp_schedulers: base_gpu_id += tp_size x pp_size per DP rank).
+    None with SGLang's CPU engine (--device cpu among the extra args: molecule/real_server)."""
+    if cpu_engine(extra_args):
+        return 0
     ranks = 1 if enable_dp_attention else max(int(dp_size or 1), 1)
     return int(tp_size or 1) * int(pp_size or 1) * ranks // max(int(nnodes or 1), 1)
+
+
+def cpu_engine(extra_args):
+    """Whether the extra launch flags run SGLang's CPU engine (--device cpu, or --device=cpu)."""
+    args = [str(arg) for arg in extra_args or () if isinstance(arg, str | int | float)]
+    return "--device=cpu" in args or any(a == "--device" and b == "cpu" for a, b in zip(args, args[1:], strict=False))
 
 
 def _whole(value):
@@ -78,7 +87,8 @@ def gpus_needed(knobs, nnodes=1):
     if sizes is None:
         return None
     return gpus_per_node(sizes["sglang_tp_size"], sizes["sglang_pp_size"], sizes["sglang_dp_size"],
-                         bool(knobs.get("sglang_enable_dp_attention")), nnodes)
+                         bool(knobs.get("sglang_enable_dp_attention")), nnodes,
+                         knobs.get("sglang_extra_args") if isinstance(knobs.get("sglang_extra_args"), list) else ())
 
 
 def gpu_count_refusals(host, knobs, per_node):

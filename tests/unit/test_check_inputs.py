@@ -137,6 +137,15 @@ def test_gpus_per_node_counts_data_parallel_ranks_unless_dp_attention(tp, pp, dp
     assert planspec.gpus_per_node(tp, pp, dp, dp_attention, nodes) == gpus
 
 
+@pytest.mark.parametrize("extra, gpus", [([], 8), (["--device", "cpu"], 0), (["--enable-metrics", "--device=cpu"], 0),
+                                         (["--device", "cuda"], 8), (["--device"], 8), (["--chat-template", "cpu"], 8)])
+def test_sglang_s_cpu_engine_takes_no_gpu(extra, gpus):
+    """molecule/real_server boots the real SGLang with --device cpu: its runtime check and the check phase's GPU count
+    ask for none; any other device, or 'cpu' as another flag's value, takes tp x pp."""
+    assert planspec.gpus_per_node(8, 1, 1, False, 1, extra) == gpus
+    assert planspec.gpus_needed({"sglang_tp_size": 8, "sglang_extra_args": extra}) == gpus
+
+
 @pytest.mark.parametrize("items, value", [
     (["--mm-feature-transport", "cuda_ipc"], "cuda_ipc"),
     (["--mm-feature-transport=cuda_vmm"], "cuda_vmm"),
