@@ -15,7 +15,7 @@ LANES="${MOLECULE_LANES:-3}"
 scenarios=("$@")
 if [ ${#scenarios[@]} -eq 0 ]; then
   # longest first, so that the lanes end together (minutes measured on a 2-core machine)
-  for s in rollback scaleout undersized default gpu_host; do [ -f "molecule/$s/molecule.yml" ] && scenarios+=("$s"); done
+  for s in rollback scaleout undersized default gpu_host real_server; do [ -f "molecule/$s/molecule.yml" ] && scenarios+=("$s"); done
   for f in molecule/*/molecule.yml; do
     s="$(basename "$(dirname "$f")")"; [[ " ${scenarios[*]} " == *" $s "* ]] || scenarios+=("$s")
   done

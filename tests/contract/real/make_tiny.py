@@ -12,8 +12,13 @@ import torch
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
 
+# The proof's own words (library/sglang_smoke_test.py NEEDLE_HEAD, NEEDLE_TAIL, FOX_FILLER) become whole tokens, as
+# a real tokenizer's are: the check's short prompt must fit its 64 tokens (CHECK_PROMPT_MAX)
 WORDS = ("the quick brown fox jumps over the lazy dog number secret needle haystack context token "
-         "one two three four five six seven eight nine zero 0 1 2 3 4 5 6 7 8 9 . , ? ! what is")
+         "one two three four five six seven eight nine zero 0 1 2 3 4 5 6 7 8 9 . , ? ! what is "
+         "The secret number is . Remember it: you will be asked for it at the end.\n"
+         "\nQuestion: what is the secret number stated at the very beginning of this text? "
+         "Answer: the secret number is The quick brown fox jumps over the lazy dog. ")
 
 
 def main(out):

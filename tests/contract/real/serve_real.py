@@ -4,8 +4,9 @@ The runtime is the real release installed by setup_real.sh; the program is the r
 (library/sglang_runtime.py launcher_text, written beside the release's python as the role writes it into every
 runtime), the API key in a --config file as roles/sglang/templates/sglang.yaml.j2 renders it, the pool pinned as the
 planner pins. SGLANG_USE_CPU_ENGINE=1 and the stub libcuda.so.1 are what let a CUDA build of SGLang run on a CPU
-(shared/reference/sglang-real-run.md, boots 3 and 4). The model is a 2-layer random Llama with a tokenizer trained
-here (make_tiny.py): random weights answer no needle, which is the one proof check this cannot make.
+(shared/reference/sglang-real-run.md, boots 3 and 4). The model is the 2-layer random Llama the real_server scenario
+boots too, molecule/fixtures/tiny-llama (made by make_tiny.py, with a tokenizer trained on the proof's words):
+random weights answer no needle, which is the one proof check this cannot make.
 
 What it records under tests/fixtures/sglang_real/server-<version>/: the boot's journal lines (boot.log, the key
 redacted by the launcher), the answers of /health, /server_info (with and without the key), /v1/models,
@@ -61,11 +62,7 @@ def _json_or_text(text):
 
 def prepare(version, work):
     """The model, the runtime's launcher and the --config file, under `work`."""
-    python = os.path.join(BASE, version, "bin", "python")
-    model = os.path.join(work, "tiny-llama")
-    if not os.path.exists(os.path.join(model, "model.safetensors")):
-        subprocess.run([python, os.path.join(HERE, "make_tiny.py"), model], check=True, stdout=subprocess.DEVNULL,
-                       stderr=subprocess.DEVNULL)
+    model = os.path.join(REPO, "molecule", "fixtures", "tiny-llama")
     import sglang_runtime  # the role's module: its launcher text, for this release's venv
 
     launcher = os.path.join(work, "sglang-serve")
@@ -165,12 +162,12 @@ def record(version):
     if KEY in text:
         raise SystemExit("the API key reached the real server's log: the launcher's redaction failed")
     # the log as the journal holds it, without the machine's paths and the progress bars' repaints
-    text = text.replace(work, "@WORK@").replace(BASE, "@BASE@")
+    text = text.replace(work, "@WORK@").replace(BASE, "@BASE@").replace(REPO, "@REPO@")
     with open(os.path.join(out, "boot.log"), "w", encoding="utf-8") as handle:
         handle.write(text)
     for answer in answers.values():  # the key is in /server_info's launch_command and api_key (upstream, D7)
         answer["body"] = json.loads(json.dumps(answer["body"]).replace(KEY, "@KEY@").replace(work, "@WORK@")
-                                    .replace(BASE, "@BASE@"))
+                                    .replace(BASE, "@BASE@").replace(REPO, "@REPO@"))
     with open(os.path.join(out, "answers.json"), "w", encoding="utf-8") as handle:
         json.dump({"release": "sglang==" + version, "ready_s": ready_s, "context": CONTEXT, "pool": POOL,
                    "answers": answers, "proof": proof}, handle, indent=1, sort_keys=True)
