@@ -1207,8 +1207,7 @@ def full_proof(params, result, progress, asked):
         count = min(params.get("concurrent_requests") or 0, CONCURRENT_MAX)
         if count:
             progress.stage("proof: %d short prompts at once" % count)
-            result["concurrency"] = concurrent_prompts(client, model, count, params["max_tokens"],
-                                                         params.get("expect"))
+            result["concurrency"] = concurrent_prompts(client, model, count, params["max_tokens"], params.get("expect"))
             checks.append(result["concurrency"].pop("check"))
     failed = [c for c in checks if not c["ok"]]
     if failed:
