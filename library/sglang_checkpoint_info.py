@@ -11,6 +11,9 @@ description:
   - Reads C(config.json) (a regular file of at most 16 MiB, JSON of bounded depth) and its sha256, part of the
     calibration key.
   - The size is the safetensors index's C(metadata.total_size), else the sum of the C(*.safetensors) files' sizes.
+  - RV(files_sha256) stands for the files the server loads (the folder's names, sizes and modification times, from
+    stat alone): another checkpoint put at the same path changes it, and the role writes it into the service's env
+    file, so that SGLang restarts on it (the config.json digest alone misses new weights under the same config).
   - Fails with one sentence naming O(knob) and the fix when C(config.json) is missing or not a JSON object.
   - Changes nothing.
 version_added: "1.1.0"
@@ -94,6 +97,11 @@ gib:
   description: The checkpoint's size in GiB (the index's total_size, else the safetensors files').
   returned: with path, when found
   type: float
+files_sha256:
+  description: The sha256 of the folder's regular files' names, sizes and modification times (not their bytes:
+    stat only, for hundreds of GB), without the role's own dot files and unfinished C(.part) downloads.
+  returned: with path, when found
+  type: str
 """
 
 import glob  # noqa: E402 - ansible-test wants the imports after the documentation
@@ -142,6 +150,23 @@ def checkpoint_gib(path):
     return sum(os.path.getsize(each) for each in glob.glob(os.path.join(path, "*.safetensors"))) / 1073741824
 
 
+def files_sha256(path):
+    """What stands for the checkpoint's files without reading them: each regular file's name, size and mtime (a
+    symlink followed: a Hub cache's snapshot), in name order, hashed; the role's own files (.sglang-download*, other
+    dot files) and unfinished downloads (*.part) left out."""
+    lines = []
+    for name in sorted(os.listdir(path)):
+        if name.startswith(".") or name.endswith(".part"):
+            continue
+        try:
+            found = os.stat(os.path.join(path, name))
+        except OSError:
+            continue  # a dangling link loads nothing
+        if stat.S_ISREG(found.st_mode):
+            lines.append("%s\t%d\t%d\n" % (name, found.st_size, found.st_mtime_ns))
+    return hashlib.sha256("".join(lines).encode("utf-8", "surrogateescape")).hexdigest()
+
+
 class Refused(Exception):
     """A checkpoint that cannot be read: the message names its knob and the fix."""
 
@@ -160,10 +185,11 @@ def read_checkpoint(path, knob, repo_knob, missing_ok):
         if not isinstance(config, dict):
             raise ValueError("%s is not a JSON object" % config_path)
         gib = checkpoint_gib(path)
+        files = files_sha256(path)
     except (OSError, ValueError) as error:
         raise Refused("%s: %s. Check the checkpoint in %s (a complete copy of its repository)."
                       % (knob, getattr(error, "strerror", None) or error, path)) from None
-    return {"found": True, "config": config, "sha256": sha256, "gib": gib}
+    return {"found": True, "config": config, "sha256": sha256, "gib": gib, "files_sha256": files}
 
 
 def main():

@@ -43,6 +43,31 @@ def test_without_an_index_the_size_is_the_safetensors_files(tmp_path):
     assert run(tmp_path, path=str(tmp_path))["gib"] == 1024 / 1073741824
 
 
+def test_the_files_digest_changes_with_another_checkpoint_at_the_same_path_and_only_then(tmp_path):
+    """What the env file carries (roles/sglang/templates/sglang.env.j2): the same files read twice give the same
+    digest; a shard rewritten (same name and size), a tokenizer added, or a shard removed change it; the role's own
+    dot files and an unfinished .part download do not (molecule/real_server found a new tokenizer under a server that
+    kept the old one: the re-run checked the old process and restarted nothing)."""
+    folder = tmp_path / "checkpoint"
+    folder.mkdir()
+    (folder / "config.json").write_text(json.dumps(CONFIG))
+    shard = folder / "model-00001-of-00002.safetensors"
+    shard.write_bytes(b"x" * 64)
+    (folder / "model-00002-of-00002.safetensors").write_bytes(b"y" * 64)
+    first = run(tmp_path, path=str(folder))["files_sha256"]
+    assert run(tmp_path, path=str(folder))["files_sha256"] == first
+    (folder / ".sglang-download-complete").write_text("{}")
+    (folder / "model-00003-of-00003.safetensors.part").write_bytes(b"z")
+    assert run(tmp_path, path=str(folder))["files_sha256"] == first
+    seen = {first}
+    for change in (lambda: os.utime(shard, ns=(1, 1)), lambda: (folder / "tokenizer.json").write_text("{}"),
+                   lambda: (folder / "model-00002-of-00002.safetensors").unlink()):
+        change()
+        digest = run(tmp_path, path=str(folder))["files_sha256"]
+        assert digest not in seen
+        seen.add(digest)
+
+
 @pytest.mark.parametrize(("make", "sentence"), [
     (lambda d: None, "sglang_speculative.draft_model_path: %s/config.json is missing. Pre-stage the checkpoint there, "
                      "or name its Hub repository (sglang_speculative.draft_model_hf_repo"),
@@ -75,7 +100,8 @@ def test_the_model_and_its_draft_in_one_call_and_a_missing_one_only_when_missing
     assert looked["missing"] == ["sglang_speculative.draft_model_path"]
     assert looked["checkpoints"] == {"sglang_model_path": {
         "config": CONFIG, "gib": 1024 / 1073741824,
-        "sha256": hashlib.sha256((model / "config.json").read_bytes()).hexdigest()}}
+        "sha256": hashlib.sha256((model / "config.json").read_bytes()).hexdigest(),
+        "files_sha256": run(tmp_path, path=str(model))["files_sha256"]}}
     refused = run(tmp_path, checkpoints=both)
     assert refused["failed"] and refused["msg"].startswith("sglang_speculative.draft_model_path: %s/config.json is "
                                                            "missing" % draft)

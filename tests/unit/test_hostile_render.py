@@ -11,7 +11,9 @@ from hostile_render import PLAN, REPO, render_all
 
 CASES = [{}, {"sglang_environment": {"A": "x y $Z %h `q` \"w\"\\", "B": "plain"}, "sglang_api_key": "k'\"$%\\y",
               "sglang_extra_args": ["--chat-template", 'a "b" $HOME %h \\x', "--enable-metrics"],
-              "sglang_served_model_name": "org/model:v1", "sglang_nccl_socket_ifname": "^lo,docker"}]
+              "sglang_served_model_name": "org/model:v1", "sglang_nccl_socket_ifname": "^lo,docker",
+              "_sglang_checkpoints": {"sglang_model_path": {"files_sha256": "ab" * 32},
+                                      "sglang_speculative.draft_model_path": {"files_sha256": "cd" * 32}}}]
 
 
 @pytest.mark.parametrize("overrides", CASES, ids=["defaults", "hostile"])
@@ -27,3 +29,14 @@ def test_ansible_renders_what_the_suite_renders(overrides, tmp_path):
     for name, key in (("sglang.service.j2", "unit"), ("sglang.env.j2", "env"), ("sglang.yaml.j2", "config")):
         theirs = (tmp_path / name).read_text().replace("# localhost: ", "# ct200: ")  # the unit's first comment
         assert theirs == ours[key], name
+
+
+def test_the_env_file_names_the_checkpoints_files_so_another_checkpoint_restarts_sglang():
+    """A new checkpoint at the same path (new weights or tokenizer under the same config.json) changes the env file,
+    which the deploy compares: SGLang restarts and the proof runs in full, instead of a check of the old process."""
+    files = {"sglang_model_path": {"files_sha256": "ab" * 32}}
+    env = render_all(_sglang_checkpoints=files)["env"]
+    assert "# sglang_model_path: files %s\n" % ("ab" * 32) in env
+    other = render_all(_sglang_checkpoints={"sglang_model_path": {"files_sha256": "ef" * 32}})["env"]
+    assert other != env and other.replace("ef" * 32, "ab" * 32) == env
+    assert "files" not in render_all()["env"]  # before the model is read (nothing to name yet)
