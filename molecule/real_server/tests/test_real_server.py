@@ -1,6 +1,7 @@
 """After converge (the role installed the REAL SGLang 0.5.23 as a runtime, booted it on SGLang's CPU engine with the
-tiny Llama, calibrated and proved it), idempotence (a check, changed=0) and side_effect (a change whose boot fails,
-rescued): what the host holds. The needle is the one proof check this cannot make (random weights)."""
+tiny Llama, calibrated and proved it), idempotence (a check, changed=0) and side_effect (new files at the
+checkpoint's path restarted and proved in full; a change whose boot fails, rescued): what the host holds. The
+needle is the one proof check this cannot make (random weights)."""
 
 import json
 import os
@@ -63,12 +64,17 @@ def test_the_calibration_is_stored_from_the_real_boot(host):
 
 
 def test_the_full_proof_passed_against_the_real_server(host):
-    """The record the full proof left (converge's; the check re-run and the rescue write none): the real pool and
-    context, a prompt of at least 95% of the target, and the 8 concurrent prompts answered (matching `expect`)."""
+    """The record the last full proof left (side_effect's re-run after the new tokenizer; a check and the rescue
+    write none): the real pool and context, a prompt of at least 95% of the target, and the 8 concurrent prompts
+    answered (matching `expect`)."""
     record = json.loads(read(host, "/var/backups/sglang/last-full-proof.json"))
     assert (record["context_target"], record["pool_tokens"], record["context_length"]) == (CONTEXT,) * 3, record
     assert record["prompt_tokens"] >= 0.95 * CONTEXT and record["versions"]["sglang"] == "0.5.23", record
     assert record["concurrency"]["answered"] == record["concurrency"]["requests"] > 0, record
+
+
+def test_new_files_at_the_checkpoint_s_path_restart_sglang_and_prove_it_in_full(host):
+    assert read(host, "/root/checkpoint-rerun.txt").strip() == "restarted=True level=full"
 
 
 def test_a_change_whose_boot_fails_is_rescued_onto_the_proven_unit(host):
