@@ -12,7 +12,7 @@ description:
     calibration key.
   - The size is the safetensors index's C(metadata.total_size), else the sum of the C(*.safetensors) files' sizes.
   - RV(files_sha256) stands for the files the server loads (the folder's names, sizes and modification times, from
-    stat alone): another checkpoint put at the same path changes it, and the role writes it into the service's env
+    stat alone). Another checkpoint put at the same path changes it, and the role writes it into the service's env
     file, so that SGLang restarts on it (the config.json digest alone misses new weights under the same config).
   - Fails with one sentence naming O(knob) and the fix when C(config.json) is missing or not a JSON object.
   - Changes nothing.
@@ -98,7 +98,7 @@ gib:
   returned: with path, when found
   type: float
 files_sha256:
-  description: The sha256 of the folder's regular files' names, sizes and modification times (not their bytes:
+  description: The sha256 of the folder's regular files' names, sizes and modification times (not their bytes, by
     stat only, for hundreds of GB), without the role's own dot files and unfinished C(.part) downloads.
   returned: with path, when found
   type: str
