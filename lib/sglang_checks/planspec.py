@@ -45,7 +45,7 @@ def gpus_per_node(tp_size, pp_size=1, dp_size=1, enable_dp_attention=False, nnod
     """The GPUs SGLang takes on each node: tp x pp per data-parallel rank, dp ranks (DP attention keeps them
     inside the tp group: 0.5.23 resolves it to attn_dp_size, dp_size 1), shared by the server's nodes
     (managers/data_parallel_controller.py launch_dp_schedulers: base_gpu_id += tp_size x pp_size per DP rank).
-    None with SGLang's CPU engine (--device cpu among the extra args: molecule/real_server)."""
+    0 with SGLang's CPU engine (--device cpu among the extra args: molecule/real_server)."""
     if cpu_engine(extra_args):
         return 0
     ranks = 1 if enable_dp_attention else max(int(dp_size or 1), 1)
