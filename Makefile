@@ -77,7 +77,7 @@ core-next: venv
 	tests/core_next/run.sh
 
 # Everything: the checks that need no instance run while the scenarios do, four at a time, so the whole takes about
-# the scenarios' time rather than the sum (39 min against about 55 one after the other, 2 cores: docs/testing.md). Each part
+# the scenarios' time rather than the sum (39 min against about 51 one after the other, 2 cores: docs/testing.md). Each part
 # prints its seconds; the scenarios' summary comes last, then the real SGLang contract (real-contract, after the
 # scenarios for the disk). The harness is prepared first: core-next uses its Docker engine and image, and its
 # apt-get must not race chromium's.
