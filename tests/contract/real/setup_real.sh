@@ -39,10 +39,5 @@ done
 # The stub driver: sgl_kernel's common_ops links libcuda.so.1 for one symbol; with no
 # driver its import fails during argument resolution. Every entry point of the stub
 # answers CUDA_ERROR_NO_DEVICE (100); nothing in the resolver calls it.
-STUB="$BASE/stubcuda"
-if [ ! -f "$STUB/libcuda.so.1" ] || [ "$STUB/stub.c" -ot "$ROOT/tests/contract/real/stubcuda.py" ]; then
-  mkdir -p "$STUB"
-  "$PY" "$ROOT/tests/contract/real/stubcuda.py" "$BASE" > "$STUB/stub.c"
-  gcc -shared -fPIC -o "$STUB/libcuda.so.1" "$STUB/stub.c"
-fi
+SGLANG_REAL_PYTHON="$PY" "$ROOT/tests/contract/real/build_stub.sh" "$BASE/stubcuda" "$BASE"
 
