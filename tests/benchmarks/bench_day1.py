@@ -189,6 +189,8 @@ def runtime_section():
     ratios = got["ratios"]
     print("  pip/uv: %.1fx cold, %.1fx warm; two uv runtimes %.2fx one's disk (pip: 2x)" % (
         ratios["pip_over_uv_cold"], ratios["pip_over_uv_warm"], ratios["two_over_one_disk"]))
+    print("  uv cold's CPU seconds over %d cores: at best %.1fx pip's wall time on this machine" % (
+        got["cores"], got["uv_cold_best_ratio_here"]))
 
 
 if __name__ == "__main__":
