@@ -25,13 +25,17 @@ description:
   - A lease record in C(dir) naming the run that holds it (run id, play, controller host, pid, user, start time,
     the host's boot id). Taking it again with the same run id renews it, across the driver's reboot too.
   - A second run waits up to C(wait) seconds, then fails with a sentence naming the holder.
-  - A record not renewed for C(lease) seconds, or the run named by C(take_over), is stale and is taken over.
+  - A record not renewed for C(lease) seconds, or the run named by C(take_over), is stale and is taken over; the new
+    record names the run it replaced (C(took_over)), whose release then fails, naming the run that took it.
   - Never reports changed, the lock's own record is not a change of the host's state (a re-run stays changed=0).
   - The action plugin of the same name fills C(run_id) and C(holder) from the controller; call it, not this
     module, from a play.
 options:
   state:
-    description: C(acquired) takes or renews the lock; C(released) gives it back (refused when another run holds it).
+    description:
+      - C(acquired) takes or renews the lock; C(released) gives this run's lock back.
+      - A release leaves another run's lock as it is and succeeds (this run holds nothing to give back), unless that
+        run took this one's lock over as stale, then it fails, naming it (both may have changed the host).
     type: str
     choices: [acquired, released]
     default: acquired
@@ -76,7 +80,8 @@ EXAMPLES = r"""
 
 RETURN = r"""
 holder:
-  description: The record now in place (this run's after acquired), or the other run's when refused.
+  description: The record now in place (this run's after acquired, another run's after a release that left it, null
+    after a release), or the other run's when refused.
   returned: always
   type: dict
 taken_over:

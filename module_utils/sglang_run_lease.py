@@ -87,8 +87,12 @@ def _try(folder, run_id, holder, lease, take_over, check):
                         renewed_at_iso=datetime.fromtimestamp(now, UTC).isoformat(timespec="seconds"))
             if record and record["run_id"] == run_id:
                 mine["acquired_at"] = record.get("acquired_at", mine["renewed_at_iso"])
+                if record.get("took_over"):
+                    mine["took_over"] = record["took_over"]
             else:
                 mine["acquired_at"] = mine["renewed_at_iso"]
+                if stale:  # the run it replaced learns it at its release (release() below)
+                    mine["took_over"] = stale["run_id"]
             if not check:
                 _write(folder, mine)
             return mine, stale
@@ -119,6 +123,10 @@ def acquire(folder, run_id, holder, wait, lease, take_over="", check=False, poll
 
 
 def release(folder, run_id, check=False):
+    """Give back this run's lock: None when it held it or no run does; another run's record is left as it is and
+    returned (a run refused at its start, or one whose role gave the lock back already, has nothing to give back, so
+    a playbook's `always` releases without remembering whether it held it). LeaseHeld when that other run took this
+    one's lock over: then two runs may have changed the host at once, which the run must not end quietly on."""
     if not os.path.isdir(folder):
         return None
     try:
@@ -127,8 +135,13 @@ def release(folder, run_id, check=False):
             if record is None:
                 return None
             if record["run_id"] != run_id:
-                raise LeaseHeld("Not released: the run lock is held by %s, not by this run (%s); it is left as "
-                                "it is." % (describe(record), run_id), record)
+                if record.get("took_over") == run_id:
+                    raise LeaseHeld("Not released: this run's lock (%s) was taken over by %s, as stale (not renewed "
+                                    "for sglang_run_lock_lease, or this run's ansible-playbook looked gone): both "
+                                    "runs may have changed this host at once. Let that run finish, then run site.yml "
+                                    "again to check the host; the lock is left as it is."
+                                    % (run_id, describe(record)), record)
+                return record
             if not check:
                 os.unlink(os.path.join(folder, RECORD))
             return None
