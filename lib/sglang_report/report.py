@@ -197,7 +197,7 @@ def build_report(facts, generated_at, previous=None, previous_path=None):
                      "corrective": _number(facts.get("sglang_corrective_restarts")) or 0},
         "proof": {k: smoke.get(k) for k in (
             "ok", "pool_tokens", "min_pool_tokens", "context_length", "max_req_input_len", "server_version",
-            "prompt_tokens",
+            "question", "needle", "expect", "prompt_tokens",
             "completion_tokens",
             "completion", "elapsed_s", "ttft_s", "prefill_tokens_per_s", "checks", "msg", "level", "escalated",
             "decode", "concurrency")},

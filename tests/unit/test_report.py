@@ -221,6 +221,12 @@ def test_the_next_report_shows_the_difference(facts, tmp_path):
     assert previous_report(str(tmp_path / "ct200"), exclude=out)[0] == previous["path"]
 
 
+def test_the_proof_says_what_it_asked_and_what_the_answer_had_to_match():
+    smoke = {"ok": True, "question": "needle", "needle": 4424153, "expect": r"\b4424153\b", "completion": " 4424153."}
+    proof = build_report({"host": "ct200", "sglang_smoke": smoke}, "2026-11-29T10:05:00+00:00")["proof"]
+    assert (proof["question"], proof["needle"], proof["expect"]) == ("needle", 4424153, r"\b4424153\b")
+
+
 def test_missing_facts_give_a_report_that_says_so(tmp_path):
     report = build_report({"host": "ct200", "sglang_smoke": {"ok": False, "msg": "pool too small"}},
                           "2026-11-29T10:05:00+00:00")
