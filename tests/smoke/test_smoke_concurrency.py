@@ -50,7 +50,7 @@ def test_a_concurrent_answer_without_its_needle_fails_the_proof(smoke, double):
 
 @pytest.mark.parametrize(("expect", "rc"), [(r"Unknown|\b\d{7}\b", 0), (r"\b\d{7}\b", 1)])
 def test_an_expect_given_is_what_the_concurrent_answers_must_match(smoke, double, expect, rc):
-    """A model that cannot answer the needle (the real SGLang with random weights, molecule/real_server) is proven
+    """A model that cannot answer the needle (random weights, a model without the proof's words) is proven
     with the operator's expect: every answer, the concurrent ones too, must match it instead of its own number."""
     with double(_flags(4), dict(GPU, fault="wrong_when_batched")) as (url, _):
         got, result = smoke(url=url, prompt_tokens="3000", concurrent_requests=4, max_tokens=8, expect=expect)

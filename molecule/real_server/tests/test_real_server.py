@@ -1,8 +1,9 @@
 """After converge (the role installed the REAL SGLang 0.5.23 as a runtime, booted it on SGLang's CPU engine with the
 tiny Llama, calibrated and proved it), idempotence (a check, changed=0) and side_effect (new files at the
-checkpoint's path restarted and proved in full; a change whose boot fails, rescued): what the host holds. The
-needle is the one proof check this cannot make (random weights)."""
+checkpoint's path restarted and proved in full; a change whose boot fails, rescued): what the host holds, and the
+report the last full proof left on the controller (the needle asked of the real server and answered)."""
 
+import glob
 import json
 import os
 import re
@@ -66,11 +67,28 @@ def test_the_calibration_is_stored_from_the_real_boot(host):
 def test_the_full_proof_passed_against_the_real_server(host):
     """The record the last full proof left (side_effect's re-run after the new tokenizer; a check and the rescue
     write none): the real pool and context, a prompt of at least 95% of the target, and the 8 concurrent prompts
-    answered (matching `expect`)."""
+    answered, each with its own needle."""
     record = json.loads(read(host, "/var/backups/sglang/last-full-proof.json"))
     assert (record["context_target"], record["pool_tokens"], record["context_length"]) == (CONTEXT,) * 3, record
     assert record["prompt_tokens"] >= 0.95 * CONTEXT and record["versions"]["sglang"] == "0.5.23", record
     assert record["concurrency"]["answered"] == record["concurrency"]["requests"] > 0, record
+
+
+def test_the_real_server_answered_the_needle_at_the_full_context():
+    """The report of each full proof (converge's, side_effect's after the new tokenizer): the needle stated once at
+    the start of a prompt of the full context, and the real server's answer holding it (the model answers it:
+    tests/contract/real/make_tiny.py)."""
+    full = []
+    for path in sorted(glob.glob(os.path.join(os.environ["MOLECULE_PROJECT_DIRECTORY"], "reports", "real-sglang",
+                                              "*", "report.json"))):
+        with open(path, encoding="utf-8") as handle:
+            proof = json.load(handle)["proof"]
+        if proof.get("level") == "full":
+            full.append(proof)
+    assert len(full) >= 2, "no report of converge's and side_effect's full proofs"
+    for proof in full[-2:]:  # this run's (a checkout's reports/ keeps earlier runs' too)
+        assert proof["question"] == "needle" and proof["expect"] == r"\b%d\b" % proof["needle"], proof
+        assert str(proof["needle"]) in proof["completion"] and proof["prompt_tokens"] >= 0.95 * CONTEXT, proof
 
 
 def test_new_files_at_the_checkpoint_s_path_restart_sglang_and_prove_it_in_full(host):

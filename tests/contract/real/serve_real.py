@@ -5,8 +5,7 @@ The runtime is the real release installed by setup_real.sh; the program is the r
 runtime), the API key in a --config file as roles/sglang/templates/sglang.yaml.j2 renders it, the pool pinned as the
 planner pins. SGLANG_USE_CPU_ENGINE=1 and the stub libcuda.so.1 are what let a CUDA build of SGLang run on a CPU
 (shared/reference/sglang-real-run.md, boots 3 and 4). The model is the 2-layer random Llama the real_server scenario
-boots too, molecule/fixtures/tiny-llama (made by make_tiny.py, with a tokenizer trained on the proof's words):
-random weights answer no needle, which is the one proof check this cannot make.
+boots too (make_tiny.py, made here: two layers whose weights are set by hand so that it answers the proof's needle).
 
 What it records under tests/fixtures/sglang_real/server-<version>/: the boot's journal lines (boot.log, the key
 redacted by the launcher), the answers of /health, /server_info (with and without the key), /v1/models,
@@ -33,6 +32,7 @@ REPO = os.path.abspath(os.path.join(HERE, "..", "..", ".."))
 BASE = os.environ.get("SGLANG_REAL_DIR", os.path.join(REPO, ".cache", "sglang-real"))
 sys.path.insert(0, os.path.join(REPO, "tests", "module_utils_path"))
 sys.path.insert(0, os.path.join(REPO, "library"))
+sys.path.insert(0, HERE)
 
 KEY = "sk-real-server-test-key"
 CONTEXT = 2048
@@ -62,8 +62,11 @@ def _json_or_text(text):
 
 def prepare(version, work):
     """The model, the runtime's launcher and the --config file, under `work`."""
-    model = os.path.join(REPO, "molecule", "fixtures", "tiny-llama")
+    import make_tiny  # tests/contract/real/: the needle model, the same bytes every time
     import sglang_runtime  # the role's module: its launcher text, for this release's venv
+
+    model = os.path.join(work, "tiny-llama")
+    make_tiny.write(model)
 
     launcher = os.path.join(work, "sglang-serve")
     with open(launcher, "w", encoding="utf-8") as handle:
@@ -126,10 +129,11 @@ def probe():
 
 
 def smoke(version):
-    """The proof module, full level, against the real server (random weights: expect '.', no needle)."""
+    """The proof module, full level, against the real server: the needle at the full context, then 4 short needle
+    prompts at once (the server's --max-running-requests)."""
     args = {"ANSIBLE_MODULE_ARGS": {
         "url": "http://127.0.0.1:%d" % PORT, "api_key": KEY, "level": "full", "context_target": CONTEXT,
-        "concurrent_requests": 0, "expect": ".", "question": "fox", "timeout": 600}}
+        "concurrent_requests": 4, "timeout": 600}}
     path = os.path.join(BASE, "smoke-args.json")
     with open(path, "w", encoding="utf-8") as handle:
         json.dump(args, handle)

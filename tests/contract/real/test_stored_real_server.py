@@ -5,7 +5,8 @@ always run, nothing installed.
 - The journal reader (module_utils/sglang_journal.py) reads the real boot: the pool the planner pinned, the context,
   the concurrency, every stage to "ready" with the shard bar; and the launcher kept the API key out of the log.
 - The proof module (library/sglang_smoke_test.py, level full) passed every check it can make against the real server:
-  its pool, context, prompt token count and streamed decode (random weights answer no needle: `expect '.'`).
+  its pool, context, prompt token count, the needle answered at the full context and by 4 prompts at once, and
+  streamed decode.
 - The double (tests/sglang_double) answers in the real shapes where the project reads them: the /server_info fields,
   /v1/models' max_model_len, /generate's meta_info keys, which endpoints need the key, the too-long refusal, and
   its /metrics series are real series.
@@ -71,6 +72,9 @@ def test_the_proof_passed_against_the_real_server(version):
     assert all(check["ok"] for check in checks.values()), checks
     assert proof["pool_tokens"] == recorded["pool"] and proof["context_length"] == recorded["context"]
     assert proof["decode"] and proof["decode"]["tpot_ms"] > 0, proof["decode"]
+    # the needle, asked at the full context (the model answers it: make_tiny.py) and by each prompt sent at once
+    assert proof["question"] == "needle" and str(proof["needle"]) in proof["completion"], proof["completion"]
+    assert proof["concurrency"]["answered"] == proof["concurrency"]["requests"] == 4, proof["concurrency"]
 
 
 def _http(url, key=None, body=None):
