@@ -1,6 +1,6 @@
 """The tiny model the real SGLang server boots (serve_real.py, molecule/real_server): a 2-layer Llama whose weights are
 set by hand, not trained, so that it answers the proof's needle, and its tokenizer. Plain Python (no numpy, torch or
-tokenizers), the same bytes on every run, so it is made where it is used rather than committed (5.4 MB).
+tokenizers), the same bytes on every run, so it is made where it is used rather than committed (3.1 MB).
 
     python make_tiny.py OUT_FOLDER            the model's files (config.json, model.safetensors, the tokenizer)
     python make_tiny.py --check OUT_FOLDER    also load them with transformers and answer needle prompts of 50 to
