@@ -95,7 +95,10 @@ def weights(vocab):
     def matrix(rows, cols):
         return ((rows, cols), {})
 
-    out = {"model.embed_tokens.weight": matrix(size, HIDDEN), "model.norm.weight": matrix(HIDDEN, None),
+    def ones():  # an RMSNorm's weight: the norm itself is all the layer needs
+        return ((HIDDEN, None), {(i, None): 1.0 for i in range(HIDDEN)})
+
+    out = {"model.embed_tokens.weight": matrix(size, HIDDEN), "model.norm.weight": ones(),
            "lm_head.weight": matrix(size, HIDDEN)}
     for token in range(size):
         out["model.embed_tokens.weight"][1].update({(token, 0): 1.0, (token, block(0) + code[token]): 1.0})
@@ -136,15 +139,10 @@ def weights(vocab):
         prefix = "model.layers.%d." % layer
         out.update({prefix + "self_attn.q_proj.weight": q, prefix + "self_attn.k_proj.weight": k,
                     prefix + "self_attn.v_proj.weight": v, prefix + "self_attn.o_proj.weight": o,
-                    prefix + "input_layernorm.weight": matrix(HIDDEN, None),
-                    prefix + "post_attention_layernorm.weight": matrix(HIDDEN, None),
+                    prefix + "input_layernorm.weight": ones(), prefix + "post_attention_layernorm.weight": ones(),
                     prefix + "mlp.gate_proj.weight": matrix(FFN, HIDDEN),
                     prefix + "mlp.up_proj.weight": matrix(FFN, HIDDEN),
                     prefix + "mlp.down_proj.weight": matrix(HIDDEN, FFN)})
-    for name in ("model.norm.weight", "model.layers.0.input_layernorm.weight",
-                 "model.layers.0.post_attention_layernorm.weight", "model.layers.1.input_layernorm.weight",
-                 "model.layers.1.post_attention_layernorm.weight"):
-        out[name][1].update({(i, None): 1.0 for i in range(HIDDEN)})
     return out
 
 
