@@ -13,14 +13,9 @@ these are its reproductions, one or more cases each, kept as standing tests.
 
 from __future__ import annotations
 
-import os
-import subprocess
 import sys
-import tempfile
-import xml.etree.ElementTree as ET
 
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-VERDICTS = ("handled", "silent", "unclear", "leaked", "lost")
+import probe_rerun
 
 # The test files, by what they test
 LOCK, LOCK_PLAY = "tests/unit/test_sglang_run_lock.py", "tests/unit/test_run_lock_playbook.py"
@@ -75,58 +70,15 @@ REPRODUCTIONS = {
 }
 
 
-def _selected(testcase, tests):
-    """Whether a junit testcase (classname tests.unit.test_file, name test_x[param]) is one of {file: prefixes}."""
-    path = testcase.get("classname", "").replace(".", "/") + ".py"
-    return any(testcase.get("name", "").startswith(prefix) for prefix in tests.get(path, ()))
-
-
-def _outcome(testcase):
-    if testcase.find("skipped") is not None:
-        return "skipped"
-    return "failed" if testcase.find("failure") is not None or testcase.find("error") is not None else "passed"
+VERDICTS = probe_rerun.VERDICTS
 
 
 def tally(cases):
-    """{defect: {verdict: count}} from the junit testcases, each counted under every defect that selects it."""
-    rows = {}
-    for defect, (_what, verdict, selectors) in REPRODUCTIONS.items():
-        counts = dict.fromkeys(VERDICTS + ("skipped",), 0)
-        for case in cases:
-            if _selected(case, selectors):
-                outcome = _outcome(case)
-                counts["handled" if outcome == "passed" else "skipped" if outcome == "skipped" else verdict] += 1
-        rows[defect] = counts
-    return rows
+    return probe_rerun.tally(REPRODUCTIONS, cases)
 
 
 def main():
-    files = sorted({path for _what, _verdict, tests in REPRODUCTIONS.values() for path in tests})
-    with tempfile.TemporaryDirectory() as scratch:
-        junit = os.path.join(scratch, "junit.xml")
-        subprocess.run([sys.executable, "-m", "pytest", "-q", "-n", os.environ.get("PYTEST_WORKERS", "2"),
-                        "--dist", "loadfile", "-p", "no:cacheprovider", "--junitxml", junit, *files],
-                       cwd=REPO, check=False, stdout=subprocess.DEVNULL)
-        cases = list(ET.parse(junit).getroot().iter("testcase"))
-    rows = tally(cases)
-    print("| defect | what probe 5 found | its verdict | cases | " + " | ".join(VERDICTS) + " | skipped |")
-    print("|---|---|---|---|" + "---|" * (len(VERDICTS) + 1))
-    totals = dict.fromkeys(VERDICTS + ("skipped",), 0)
-    for defect, (what, verdict, _selectors) in REPRODUCTIONS.items():
-        counts = rows[defect]
-        for key in totals:
-            totals[key] += counts[key]
-        print("| %s | %s | %s | %d | %s | %d |" % (defect, what, verdict, sum(counts.values()),
-                                                   " | ".join(str(counts[key]) for key in VERDICTS),
-                                                   counts["skipped"]))
-    print("| all | | | %d | %s | %d |" % (sum(totals.values()), " | ".join(str(totals[key]) for key in VERDICTS),
-                                         totals["skipped"]))
-    empty = [defect for defect, counts in rows.items() if not sum(counts.values())]
-    if empty:  # a renamed test would drop out of the re-run silently: say so, and fail
-        print("no case found for %s: a selector names no test" % ", ".join(empty))
-        return 1
-    return 0 if all(rows[defect]["handled"] + rows[defect]["skipped"] == sum(rows[defect].values())
-                    for defect in rows) else 1
+    return probe_rerun.report(REPRODUCTIONS, "probe 5")
 
 
 if __name__ == "__main__":

@@ -4,9 +4,11 @@ defect, a passing one as handled, and every test it names exists (a renamed test
 import ast
 import importlib.util
 import os
+import sys
 import xml.etree.ElementTree as ET
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(REPO, "tests", "probes"))  # the re-runs' shared tally, as the scripts find it
 spec = importlib.util.spec_from_file_location("rerun_probe5", os.path.join(REPO, "tests", "probes", "rerun_probe5.py"))
 rerun = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(rerun)
