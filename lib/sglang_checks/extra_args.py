@@ -99,6 +99,7 @@ SGLANG_OWNERS = {
     "--enable-dp-attention": "the role sets from sglang_enable_dp_attention (the plan is computed for it)",
     "--attn-dp-size": "the plan derives from sglang_dp_size and sglang_enable_dp_attention",
     "--config": "the role sets (its --config file holds sglang_api_key)",
+    "--enable-metrics": "the role sets from sglang_metrics (true by default)",
     "--api-key": "belongs in sglang_api_key (the role puts it in the --config file, never in argv)",
     "--admin-api-key": "takes a secret, and every local user reads argv (/proc/PID/cmdline); the role has no "
                        "admin key knob",

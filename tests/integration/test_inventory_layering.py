@@ -47,7 +47,7 @@ def test_a_host_of_another_model_inherits_no_drafter_and_no_kimi_values(tmp_path
     assert "sglang_model_path" not in qwen, qwen.get("sglang_model_path")
     assert (qwen["sglang_model"], qwen["sglang_tp_size"], qwen["sglang_context_target"]) == ("qwen3-32b", 4, 40960)
     # what every server shares still reaches it
-    assert qwen["sglang_extra_args"] == ["--enable-metrics"]
+    assert qwen["sglang_metrics"] is True
     assert qwen["sglang_min_headroom_gib"] == 4.0
 
 

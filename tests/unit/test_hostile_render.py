@@ -10,7 +10,7 @@ import pytest
 from hostile_render import PLAN, REPO, render_all
 
 CASES = [{}, {"sglang_environment": {"A": "x y $Z %h `q` \"w\"\\", "B": "plain"}, "sglang_api_key": "k'\"$%\\y",
-              "sglang_extra_args": ["--chat-template", 'a "b" $HOME %h \\x', "--enable-metrics"],
+              "sglang_extra_args": ["--chat-template", 'a "b" $HOME %h \\x', "--log-requests"],
               "sglang_served_model_name": "org/model:v1", "sglang_nccl_socket_ifname": "^lo,docker",
               "_sglang_checkpoints": {"sglang_model_path": {"files_sha256": "ab" * 32},
                                       "sglang_speculative.draft_model_path": {"files_sha256": "cd" * 32}}}]

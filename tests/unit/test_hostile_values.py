@@ -406,7 +406,7 @@ def _verified(unit, tmp_path):
 @pytest.mark.parametrize("overrides", [
     {}, {"sglang_served_model_name": "org/model:v1@x+y"}, {"sglang_host": "::", "sglang_api_key": "k'\"$%\\y"},
     {"sglang_environment": {"A": "x y $Z %h `q` \"w\""}},
-    {"sglang_extra_args": ["--enable-metrics", "--chat-template", "{{ messages }} %s $1"]},
+    {"sglang_extra_args": ["--log-requests", "--chat-template", "{{ messages }} %s $1"]},
     {"sglang_model_path": "/srv/m@v1+x,y:z=1~"}])
 def test_accepted_hostile_looking_values_render_a_unit_systemd_verifies(overrides, tmp_path):
     assert refused(**overrides) == []
@@ -479,7 +479,7 @@ def test_extra_arguments_argparse_would_refuse_or_misread_are_refused(args, word
     assert words in sentence_for("sglang_extra_args", refused(sglang_extra_args=args))
 
 
-@pytest.mark.parametrize("args", [["--enable-metrics"], ["--trust-remote-code"], ["--log-requests"],
+@pytest.mark.parametrize("args", [["--enable-cache-report"], ["--trust-remote-code"], ["--log-requests"],
                                   ["--chunked-prefill-size", "8192"], ["--tool-call-parser", "kimi_k2"]])
 def test_extra_arguments_the_role_does_not_own_pass(args):
     assert refused(sglang_extra_args=args) == []
