@@ -6,7 +6,7 @@ BIN := $(abspath $(VENV))/bin
 export PATH := $(BIN):$(PATH)
 export ANSIBLE_CONFIG := $(abspath ansible.cfg)
 
-.PHONY: venv plan demo demo-plan demo-rollback demo-upgrade-fails demo-clean lint collection sanity chromium unit core-next molecule test clean
+.PHONY: venv plan demo demo-plan demo-rollback demo-upgrade-fails demo-clean lint collection sanity chromium prometheus unit core-next molecule test clean
 
 $(VENV)/.installed: requirements.txt
 	$(PYTHON) -m venv $(VENV)
@@ -63,9 +63,14 @@ sanity: venv
 chromium:
 	tests/browser/install_chromium.sh
 
+# The scrape and rule tests (tests/integration/test_prometheus_*.py) need Debian's prometheus (and promtool):
+# installed here when missing, as root (apt-get, without recommends; its own service kept from starting).
+prometheus:
+	tests/integration/install_prometheus.sh
+
 # Two workers (the machines this runs on have 2 cores); a file's tests stay together (shared servers, ports).
 PYTEST_WORKERS ?= 2
-unit: venv chromium
+unit: venv chromium prometheus
 	pytest -n $(PYTEST_WORKERS) --dist loadfile
 
 molecule: venv
@@ -82,7 +87,7 @@ core-next: venv
 # scenarios for the disk). The harness is prepared first: core-next uses its Docker engine and image, and its
 # apt-get must not race chromium's.
 CHECKS := lint collection sanity unit core-next
-test: venv chromium
+test: venv chromium prometheus
 	molecule/harness/prepare.sh
 	@MOLECULE_LANES=$${MOLECULE_LANES:-4} molecule/harness/run.sh $(SCENARIOS) >.cache/molecule/lanes.out 2>&1 & \
 	lanes=$$!; checks=0; \
