@@ -23,12 +23,15 @@ description:
     problem, with a warning naming it; it is never pruned (it is left for a person). Restoring it by name fails
     saying why. Keys of a manifest this module does not know pass through to C(entries) unchanged.
   - C(snapshot) adds the live state unless an entry already holds the same files; then prunes. Pruning keeps the
-    newest C(keep) entries and, besides them, always the live state's entry, the newest proven entry, the newest
-    proven entry other than the live one (what a rollback and the rescue go back to), the entry just added, and
-    C(protect) (a restore protects its source). So after a successful deploy C(keep=1) leaves the new proven
+    newest C(keep) entries and, besides them, always the live state's entry, the entry proven most recently, the
+    one proven most recently other than the live one (what a rollback and the rescue go back to), the entry just
+    added, and C(protect) (a restore protects its source). So after a successful deploy C(keep=1) leaves the new proven
     state and the proven state before it.
-  - C(proven) records the proof on the live state's entry (adding the entry first if needed); the first proof
-    of a state is kept, so a re-run changes nothing. Then it prunes as C(snapshot) does.
+  - C(proven) records the proof on the live state's entry (adding the entry first if needed). Every passed proof
+    moves the entry's C(proven.at) to its own time (the first proof's stays in C(proven.first_at)), so the last
+    proven state is the one that served, proven, most recently, whichever entry was made first. A C(proof) of
+    C(level=check) (a short prompt on a restored state) only moves the time of an entry proven in full before; on
+    an entry never proven it marks nothing. Then it prunes as C(snapshot) does.
   - C(restore) puts an entry's whole state back or nothing. The entry's files are the whole state, so a live
     file that the entry lacks is removed (C(removed)). Every file that differs is first written beside its
     live file under a hidden name and flushed to disk, then all are renamed into place; a failure while writing
@@ -61,7 +64,8 @@ options:
     type: dict
     default: {}
   proof:
-    description: For C(proven), the proof to record (pool, prompt, when, ...).
+    description: For C(proven), the proof to record (pool, prompt, C(at), ...; C(at) defaults to now) and its
+      C(level), C(full) (default) or C(check).
     type: dict
     default: {}
   name:
@@ -114,7 +118,8 @@ current:
   type: str
   returned: always
 last_proven:
-  description: The newest proven entry that is not the live state (what a rollback restores), or null.
+  description: The entry that served, proven, most recently (the newest C(proven.at)) and is not the live state
+    (what a rollback and the rescue restore), or null.
   type: str
   returned: always
 name:

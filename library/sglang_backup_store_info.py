@@ -50,7 +50,8 @@ current:
   type: str
   returned: always
 last_proven:
-  description: The newest proven entry that is not the live state (what a rollback restores), or null.
+  description: The entry that served, proven, most recently (the newest C(proven.at)) and is not the live state
+    (what a rollback and the rescue restore), or null.
   type: str
   returned: always
 lines:

@@ -88,16 +88,67 @@ def manifest_problem(meta):
     return None
 
 
+def _parsed_time(text):
+    """An ISO time as an aware datetime (a naive one is UTC), or None when it is not one."""
+    try:
+        when = datetime.fromisoformat(str(text).replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return when if when.tzinfo else when.replace(tzinfo=UTC)
+
+
+def _name_time(name):
+    """The time an entry's name says it was made (names are UTC timestamps, maybe with a -N suffix), or None."""
+    try:
+        return datetime.strptime(str(name).split("-")[0], "%Y%m%dT%H%M%S%fZ").replace(tzinfo=UTC)
+    except ValueError:
+        return None
+
+
+_NEVER = datetime.min.replace(tzinfo=UTC)
+
+
+def proof_time(entry):
+    """When entry last served proven: its proof's `at`, which every proof and every proven restore moves forward
+    (a manifest from before that holds its first proof's time there, the best it knows). An `at` that is not a time
+    counts as the entry's own making, never as newer than a real proof."""
+    proven = entry.get("proven") if isinstance(entry.get("proven"), dict) else {}
+    return (_parsed_time(proven.get("at")) or _name_time(entry.get("name")) or _parsed_time(entry.get("created_at"))
+            or _NEVER)
+
+
 def newest_proven(entries, other_than=None):
-    """The first proven entry of entries (newest first) whose name is not other_than, or None."""
-    return next((e["name"] for e in entries if e.get("proven") and e["name"] != other_than), None)
+    """The proven entry that served, proven, most recently (the newest proof time; of equal ones the newer entry),
+    whose name is not other_than, or None. entries: newest first, as scan() lists them."""
+    proven = [e for e in entries if e.get("proven") and e["name"] != other_than]
+    # max() keeps the first of equal keys: entries are newest first, so the newer entry wins a tie
+    return max(proven, key=proof_time)["name"] if proven else None
+
+
+def refreshed_proof(stored, proof, now):
+    """The `proven` an entry keeps after one more proof, or None when that proof proves nothing new.
+
+    stored: the entry's `proven` (None when never proven); proof: this proof's fields, its `level` `full` (the long
+    prompt at the target: what makes a state proven) or `check` (a short prompt on a state proven in full before:
+    it moves the time, never proves an unproven state); now: this proof's time, an ISO string. The newest proof's
+    time is `at` (what "last proven" orders by); the first one's stays in `first_at`; a check keeps the full proof's
+    measurements."""
+    level = proof.get("level") or "full"
+    if level not in ("full", "check"):
+        raise StoreError("The proof to record has level %r; it is 'full' or 'check'." % (level,))
+    if level == "check" and not stored:
+        return None
+    first = (stored or {}).get("first_at") or (stored or {}).get("at") or now
+    fields = dict(stored) if level == "check" else {k: v for k, v in proof.items() if k != "at"}
+    fields.update(at=now, first_at=first, level=level)
+    return fields
 
 
 def to_prune(entries, keep, current, protect=()):
     """Names of the entries a prune removes. Kept: the newest `keep` entries, and besides them always the live
-    state's entry, the newest proven entry, the newest proven entry other than the live one (what a rollback and the
-    rescue go back to: so after a successful deploy, keep 1 still leaves the state proven before it), and the
-    protected ones. Entries with a corrupt manifest are not in entries: never pruned, left for a person."""
+    state's entry, the entry proven most recently, the one proven most recently other than the live one (what a
+    rollback and the rescue go back to: so after a successful deploy, keep 1 still leaves the state proven before
+    it), and the protected ones. Entries with a corrupt manifest are not in entries: never pruned, left for a person."""
     if keep < 1:
         raise StoreError("sglang_backup_keep is %r: keep at least 1 entry (the store would delete what a "
                          "rollback needs). Set sglang_backup_keep to 1 or more." % (keep,))
@@ -354,19 +405,22 @@ class Store:
         return doomed
 
     def mark_proven(self, proof, manifest, check_mode=False):
+        """Record a passed proof on the live state's entry (added first if no entry holds it): the proof's time
+        becomes the entry's `at`, so the state that served proven most recently is the last proven one
+        (refreshed_proof()). A check on a state never proven in full marks nothing. Returns (name, changed)."""
         name, changed = self.add(manifest, check_mode)
         if name is None:
             raise StoreError("There is no live state to mark proven: %s missing." % ", ".join(self.files))
         if changed and check_mode:
             return name, True
-        path = os.path.join(self.dir, name, MANIFEST)
         entry = next(e for e in self.entries() if e["name"] == name)
-        if entry.get("proven"):
+        proven = refreshed_proof(entry.get("proven"), proof, proof.get("at") or self.now().isoformat())
+        if proven is None:
             return name, changed
         if not check_mode:
             stored = {k: v for k, v in entry.items() if k not in ("name", "path", "current")}
-            stored["proven"] = dict(proof, at=proof.get("at") or self.now().isoformat())
-            write_json(path, stored)
+            stored["proven"] = proven
+            write_json(os.path.join(self.dir, name, MANIFEST), stored)
         return name, True
 
     def _entry(self, name):
@@ -429,6 +483,8 @@ def entry_lines(entries, last_proven):
         if proven:
             line += ", PROVEN %s (pool %s, prompt %s tokens)" % (
                 proven.get("at"), proven.get("pool_tokens", "?"), proven.get("prompt_tokens", "?"))
+            if proven.get("first_at") not in (None, proven.get("at")):
+                line += ", first proven %s" % proven["first_at"]
         else:
             line += ", not proven"
         release = (entry.get("versions") or {}).get("sglang") if isinstance(entry.get("versions"), dict) else None

@@ -48,19 +48,22 @@ def test_first_install_has_nothing_to_keep(live):
         store.mark_proven({"pool_tokens": 1}, {})
 
 
-def test_proven_once_then_unchanged_and_last_proven_is_never_the_live_state(live):
+def test_a_proof_again_moves_the_time_keeps_the_first_and_last_proven_is_never_the_live_state(live):
     store, deploy, _ = live
     deploy(200_000)
     first, changed = store.mark_proven({"pool_tokens": 200_230, "prompt_tokens": 60_002}, {})
     assert changed
-    assert store.mark_proven({"pool_tokens": 1}, {}) == (first, False)  # a re-run keeps the first proof
+    was = store.entries()[0]["proven"]
+    assert store.mark_proven({"pool_tokens": 200_231, "prompt_tokens": 60_002}, {}) == (first, True)
+    again = store.entries()[0]["proven"]  # the newest proof's time and measurements; the first proof's time kept
+    assert again["at"] > was["at"] and again["first_at"] == was["at"] and again["pool_tokens"] == 200_231
     _, current, last_proven, _ = store.view()
     assert current == first and last_proven is None  # nothing to roll back to but itself
     deploy(150_000)
     store.add({"reason": "estimate"})
     entries, current, last_proven, _ = store.view()
     assert current == entries[0]["name"] != first and last_proven == first
-    assert entries[1]["proven"]["pool_tokens"] == 200_230 and entries[1]["proven"]["at"]
+    assert entries[1]["proven"]["pool_tokens"] == 200_231 and entries[1]["proven"]["at"]
 
 
 def test_keep_one_never_prunes_the_last_proven_the_live_or_the_protected(live):
