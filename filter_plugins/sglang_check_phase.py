@@ -176,6 +176,10 @@ def plan_hosts(hosts, hostvars):
                                     "stored facts)" % host}
             continue
         calibrations, notes = _kept(host, source, nodes, roles)
+        unread = planspec.model_unread(host, knobs, calibrated=bool(calibrations.get(host)))
+        if unread:  # the role reads the checkpoint (config.json, size) on the host, and plans then
+            out[host] = {"skipped": unread}
+            continue
         out[host] = plan_host(host, hostvars, knobs, calibrations=calibrations)
         if notes and "plan" in out[host]:
             out[host]["plan"] = dict(out[host]["plan"], assumptions=out[host]["plan"]["assumptions"] + notes)

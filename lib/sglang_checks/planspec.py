@@ -140,6 +140,24 @@ def _power_of_two_at_most(number):
     return power
 
 
+def model_unread(host, knobs, calibrated=False):
+    """The check phase's word on a host whose plan needs what only the host can tell, else None: the model, when
+    nothing names it (no preset in sglang_model, no config.json in sglang_model_config), or the checkpoint's size,
+    when no preset carries it and neither sglang_checkpoint_gib, sglang_weights_gib_per_gpu nor a calibration
+    (`calibrated`: the inventory's or the one kept on the controller) replaces it. The role reads both on the host
+    (model.yml) and plans then. The role has no default model: one would plan another model, with its parsers and
+    its checkpoint's size, for this host."""
+    if knobs.get("sglang_model") in (None, "") and not knobs.get("sglang_model_config"):
+        return ("%s: planned once the role has read the checkpoint's config.json on the host (sglang_model_path): "
+                "neither sglang_model (a preset) nor sglang_model_config names the model" % host)
+    sized = any(knobs.get(knob) not in (None, "") for knob in ("sglang_checkpoint_gib", "sglang_weights_gib_per_gpu"))
+    if knobs.get("sglang_model") in (None, "") and not sized and not calibrated and not knobs.get("sglang_calibration"):
+        return ("%s: planned once the role has read the checkpoint's size on the host (sglang_model_path): "
+                "sglang_model_config names the model, but no preset, sglang_checkpoint_gib, "
+                "sglang_weights_gib_per_gpu or calibration says how much memory its weights take" % host)
+    return None
+
+
 def dist_init_host(knobs, rank0_address):
     """--dist-init-addr's host: the knob, else rank 0's address (its ansible_host, else its name)."""
     return knobs.get("sglang_dist_init_host") or rank0_address
