@@ -33,7 +33,11 @@ def one(knob, table, owners, item, what):
     if kind == "option" and found in owners:
         spelled = "" if table.get(name) == found else " (%s reads it as %s)" % (what, _long_name(table, found))
         shown = name + "=<hidden>" if found in SECRET_DESTS and "=" in item else item
-        return Refusal("sets %s%s, which %s" % (name, spelled, owners[found]), "remove it from %s" % knob, shown)
+        if isinstance(owners[found], tuple):  # (what it is, the fix to give): an option a knob of its own sets
+            owner, fix = owners[found][0], owners[found][1] % {"knob": knob}
+        else:
+            owner, fix = owners[found], "remove it from %s" % knob
+        return Refusal("sets %s%s, which %s" % (name, spelled, owner), fix, shown)
     return None
 
 
@@ -105,7 +109,9 @@ SGLANG_OWNERS = {
                        "admin key knob",
     "--ssl-keyfile-password": "takes a secret, and every local user reads argv (/proc/PID/cmdline)",
     "--context-length": "the plan sets from sglang_context_target",
-    "--max-total-tokens": "the plan sets (the pool's pin; see sglang_pool_policy)",
+    # (what it is, the fix): the planner's refusals say "size it by hand", and the knob is how
+    "--max-total-tokens": ("the plan sets (the pool's pin)",
+                           "for a pool sized by hand set sglang_max_total_tokens to it, and remove it from %(knob)s"),
     "--mem-fraction-static": "the plan sets (from sglang_min_headroom_gib and the calibration)",
     "--max-running-requests": "the plan sets from sglang_max_running_requests",
     "--kv-cache-dtype": "the plan sets from sglang_kv_cache_dtype",

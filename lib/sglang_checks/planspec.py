@@ -20,7 +20,7 @@ KNOB_KEYS = ("model", "model_config", "weights_gib_per_gpu", "context_target", "
 KNOBS = tuple("sglang_" + key for key in KNOB_KEYS) + (
     "sglang_checkpoint_gib", "sglang_speculative", "sglang_pool_rules", "sglang_gpu_memory_mib",
     "sglang_calibration", "sglang_nodes", "sglang_dist_init_host", "sglang_gpu_compute_capability",
-    "sglang_extra_args", "sglang_gpu_count", "sglang_load_accelerate")
+    "sglang_extra_args", "sglang_gpu_count", "sglang_load_accelerate", "sglang_max_total_tokens")
 # Only the role uses these speculative keys (where the draft comes from), not the planner.
 ROLE_ONLY_SPECULATIVE = ("draft_model_hf_repo", "draft_model_hf_revision")
 
@@ -209,6 +209,9 @@ def spec(host, knobs, per_node, rank0_address, measured=None):
                                          "nsa_decode_backend", "enable_hisparse", "dcp_size")),
         graph_gib=calibration.get("graph_gib"),
         boot_flags=calibration.get("boot_flags"))
+    if knobs.get("sglang_max_total_tokens") not in (None, ""):
+        # a pool sized by hand (the planner pins --max-total-tokens to it); unset, the key stays out of the spec
+        out["max_total_tokens"] = knobs["sglang_max_total_tokens"]
     return out, server, node
 
 

@@ -50,6 +50,9 @@ URL = re.compile(r"^https?://[A-Za-z0-9.\[\]:_-]+(:\d{1,5})?(/[A-Za-z0-9._~/%+-]
 # A release as pip and the runtime's folder name take it (PEP 440's characters; no space, / or ..).
 VERSION = re.compile(r"^[0-9][0-9A-Za-z.+!-]{0,63}$")
 
+# The largest pool a hand-set sglang_max_total_tokens may ask (the context target's own bound).
+MAX_POOL_TOKENS = 100_000_000
+
 # The controller's report folder: not under these either (see report_dir()).
 CONTROLLER_FORBIDDEN = ("/proc", "/sys", "/dev", "/run", "/boot", "/bin", "/sbin", "/lib", "/lib32", "/lib64",
                         "/etc", "/usr", "/var/lib", "/var/log", "/var/spool")
@@ -176,6 +179,8 @@ def _checks(variables):
         "sglang_tp_size": lambda v: integer(v, 1, 4096), "sglang_pp_size": lambda v: integer(v, 1, 4096),
         "sglang_dp_size": lambda v: integer(v, 1, 4096), "sglang_page_size": lambda v: integer(v, 1, 4096),
         "sglang_max_running_requests": lambda v: integer(v, 1, 1_000_000, none_ok=True),
+        # a pool of tokens: past 10^8 no GPU set holds it, and a typo's extra digits are caught here
+        "sglang_max_total_tokens": lambda v: integer(v, 1, MAX_POOL_TOKENS, none_ok=True),
         "sglang_dist_timeout": lambda v: integer(v, 1, 86_400),
         "sglang_ready_timeout": lambda v: integer(v, 1, 86_400 * 7),
         "sglang_drain_timeout": lambda v: integer(v, 0, 86_400),
