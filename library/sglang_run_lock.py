@@ -7,12 +7,15 @@ flock (<dir>/.run-lock) only makes each read-decide-write of it atomic, and the 
 kill leaves the old record or the new one, never half of one.
 
 Why these staleness rules: a run that was killed cannot release its record, so another run must be able to take it
-over, yet a live run must never lose it. The boot id is not a rule: the driver role reboots the host in the middle
-of the holder's run, and that run must keep its lock. The record is stale when
+over, yet a live run must never lose it. The boot id is not a rule by itself: the driver role reboots the host in
+the middle of the holder's run, and that run must keep its lock. The record is stale when
   - it was not renewed for `lease` seconds (the holder renews it at each phase; the lease is longer than any single
-    step), or
+    step), timed on the host's uptime clock, which no one sets: a wall clock jump forward takes no live run's lock
+    (module_utils/sglang_run_lease.py stale_reason has the rule for a renewal on an earlier boot), or
   - the caller names its run id in take_over: the action plugin does that only when the holder ran on the same
     controller and its ansible-playbook process is gone (or its pid now belongs to another process).
+The folder must be one only root (the user the run runs as) can change, or the lock is refused by name: another
+user could otherwise write a record that refuses every run, or remove a live run's.
 """
 
 from __future__ import annotations
@@ -40,7 +43,10 @@ options:
     choices: [acquired, released]
     default: acquired
   dir:
-    description: The folder of the lock's files (the backup store's folder, created when missing).
+    description:
+      - The folder of the lock's files (the backup store's folder, created mode 0700 when missing).
+      - An absolute path in its plain form, owned by the user the module runs as, not writable by group or others,
+        not a symbolic link, and in folders only root or that user can change; otherwise refused by name.
     type: path
     required: true
   run_id:
@@ -56,7 +62,7 @@ options:
     type: int
     default: 600
   lease:
-    description: Seconds after its last renewal when another run's record is stale.
+    description: Seconds after its last renewal when another run's record is stale (at least 60).
     type: int
     default: 21600
   take_over:
@@ -88,6 +94,10 @@ taken_over:
   description: The stale record this run replaced, or null.
   returned: success
   type: dict
+taken_over_reason:
+  description: Why the record this run replaced was stale, or null.
+  returned: success
+  type: str
 waited:
   description: Seconds this run waited for the lock.
   returned: success
@@ -99,7 +109,7 @@ import time  # noqa: E402
 
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402
 from ansible.module_utils.sglang_errors import failures_as_sentences  # noqa: E402
-from ansible.module_utils.sglang_run_lease import LeaseError, LeaseHeld, acquire, release  # noqa: E402
+from ansible.module_utils.sglang_run_lease import MIN_LEASE, LeaseError, LeaseHeld, acquire, release  # noqa: E402
 
 
 def run(module):
@@ -108,19 +118,22 @@ def run(module):
     if not params["run_id"].strip():
         module.fail_json(changed=False,
                          msg="sglang_run_lock: run_id is empty: the action plugin sets it from the controller.")
-    for knob in ("wait", "lease"):
-        if params[knob] < 0:
-            module.fail_json(changed=False,
-                             msg="sglang_run_lock: %s is %s, not a number of seconds (0 or more)."
-                             % (knob, params[knob]))
+    if params["wait"] < 0:
+        module.fail_json(changed=False, msg="sglang_run_lock: wait is %s, not a number of seconds (0 or more): "
+                         "set sglang_run_lock_wait to 0 or more." % params["wait"])
+    if params["lease"] < MIN_LEASE:  # a lease of 0 would let the next run take a live run's lock at once
+        module.fail_json(changed=False, msg="sglang_run_lock: lease is %s s, less than the %d s a run lock's lease "
+                         "must be (longer than any phase of a run): set sglang_run_lock_lease to %d or more."
+                         % (params["lease"], MIN_LEASE, MIN_LEASE))
     started = time.monotonic()
     try:
         if params["state"] == "released":
             record = release(params["dir"], params["run_id"], check=module.check_mode)
-            module.exit_json(changed=False, holder=record, taken_over=None, waited=0.0)
-        record, stale = acquire(params["dir"], params["run_id"], params["holder"], params["wait"], params["lease"],
-                                params["take_over"], check=module.check_mode)
-        module.exit_json(changed=False, holder=record, taken_over=stale, waited=round(time.monotonic() - started, 1))
+            module.exit_json(changed=False, holder=record, taken_over=None, taken_over_reason=None, waited=0.0)
+        record, stale, why = acquire(params["dir"], params["run_id"], params["holder"], params["wait"],
+                                     params["lease"], params["take_over"], check=module.check_mode)
+        module.exit_json(changed=False, holder=record, taken_over=stale, taken_over_reason=why,
+                         waited=round(time.monotonic() - started, 1))
     except LeaseHeld as busy:
         module.fail_json(changed=False, msg=str(busy), holder=busy.record, busy=True)
     except LeaseError as error:

@@ -33,6 +33,17 @@ def record(tmp_path):
     return json.loads((tmp_path / "backups" / ".run-lock.json").read_text())
 
 
+def age(tmp_path, seconds):
+    """Make the record look renewed `seconds` ago on both clocks it holds (the wall clock and this boot's uptime):
+    a run that stopped renewing, not a clock jump."""
+    rec = record(tmp_path)
+    rec["renewed_at"] -= seconds
+    rec["renewed_uptime"] -= seconds
+    assert rec["renewed_uptime"] >= 0, "this host has been up for less than %d s" % seconds
+    (tmp_path / "backups" / ".run-lock.json").write_text(json.dumps(rec))
+    return rec
+
+
 def test_a_second_run_waits_then_fails_naming_the_first(tmp_path):
     assert not lock(tmp_path, "ctl-a:4242:100", RUN1).get("failed")
     started = time.monotonic()
@@ -68,12 +79,11 @@ def test_the_same_run_renews_it_across_a_reboot(tmp_path):
 
 def test_a_lock_not_renewed_for_the_lease_is_taken_over(tmp_path):
     lock(tmp_path, "ctl-a:4242:100", RUN1)
-    rec = record(tmp_path)
-    rec["renewed_at"] -= 3601
-    (tmp_path / "backups" / ".run-lock.json").write_text(json.dumps(rec))
-    assert lock(tmp_path, "ctl-b:777:200", RUN2, wait=0, lease=7200)["failed"]
-    out = lock(tmp_path, "ctl-b:777:200", RUN2, wait=0, lease=3600)
+    age(tmp_path, 61)
+    assert lock(tmp_path, "ctl-b:777:200", RUN2, wait=0, lease=120)["failed"]
+    out = lock(tmp_path, "ctl-b:777:200", RUN2, wait=0, lease=60)
     assert not out.get("failed") and out["taken_over"]["run_id"] == "ctl-a:4242:100"
+    assert "uptime clock" in out["taken_over_reason"], out
     assert record(tmp_path)["run_id"] == "ctl-b:777:200"
 
 
@@ -97,11 +107,9 @@ def test_a_release_by_another_run_leaves_the_lock_as_it_is(tmp_path):
 
 def test_a_run_whose_lock_was_taken_over_fails_at_its_release_naming_the_other(tmp_path):
     lock(tmp_path, "ctl-a:4242:100", RUN1)
-    rec = record(tmp_path)
-    rec["renewed_at"] -= 3601
-    (tmp_path / "backups" / ".run-lock.json").write_text(json.dumps(rec))
-    lock(tmp_path, "ctl-b:777:200", RUN2, wait=0, lease=3600)
-    lock(tmp_path, "ctl-b:777:200", RUN2, wait=0, lease=3600)  # a renewal keeps whom it took over from
+    age(tmp_path, 61)
+    lock(tmp_path, "ctl-b:777:200", RUN2, wait=0, lease=60)
+    lock(tmp_path, "ctl-b:777:200", RUN2, wait=0, lease=60)  # a renewal keeps whom it took over from
     assert record(tmp_path)["took_over"] == "ctl-a:4242:100"
     out = lock(tmp_path, "ctl-a:4242:100", state="released")
     assert out["failed"] and "taken over by" in out["msg"] and "pid 777" in out["msg"], out
