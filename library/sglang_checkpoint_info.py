@@ -11,10 +11,13 @@ description:
   - Reads C(config.json) (a regular file of at most 16 MiB, JSON of bounded depth) and its sha256, part of the
     calibration key.
   - The size is the safetensors index's C(metadata.total_size), else the sum of the C(*.safetensors) files' sizes.
-  - RV(files_sha256) stands for the files the server loads (the folder's names, sizes and modification times, from
-    stat alone). Another checkpoint put at the same path changes it, and the role writes it into the service's env
-    file, so that SGLang restarts on it (the config.json digest alone misses new weights under the same config).
-  - Fails with one sentence naming O(knob) and the fix when C(config.json) is missing or not a JSON object.
+  - RV(files_sha256) stands for the files the server loads (the paths, sizes and modification times of the files in
+    the folder and every subfolder, from stat alone). Another checkpoint put at the same path changes it, and the
+    role writes it into the service's env file, so that SGLang restarts on it (the config.json digest alone misses
+    new weights under the same config).
+  - Fails with one sentence naming O(knob) and the fix when C(config.json) is missing or not a JSON object, when the
+    index's C(metadata) is not an object or its C(total_size) not a whole positive byte count (NaN, Infinity,
+    negative, absurd), and naming the file when a weights file is a link that reaches nothing (dangling or a loop).
   - Changes nothing.
 version_added: "1.1.0"
 author: sglang-longctx maintainers (!UNKNOWN)
@@ -98,8 +101,9 @@ gib:
   returned: with path, when found
   type: float
 files_sha256:
-  description: The sha256 of the folder's regular files' names, sizes and modification times (not their bytes, by
-    stat only, for hundreds of GB), without the role's own dot files and unfinished C(.part) downloads.
+  description: The sha256 of the regular files' paths, sizes and modification times, in the folder and every
+    subfolder (not their bytes, by stat only, for hundreds of GB), without dot files and folders (the role's own)
+    and unfinished C(.part) downloads.
   returned: with path, when found
   type: str
 """
@@ -107,6 +111,7 @@ files_sha256:
 import glob  # noqa: E402 - ansible-test wants the imports after the documentation
 import hashlib  # noqa: E402
 import json  # noqa: E402
+import math  # noqa: E402
 import os  # noqa: E402
 import stat  # noqa: E402
 
@@ -140,31 +145,105 @@ def read_json(path, what):
     return value, hashlib.sha256(data).hexdigest()
 
 
+# A total_size past this is no checkpoint's (the largest are a few TiB): a typo or a hostile index, refused.
+MAX_CHECKPOINT_BYTES = 1 << 50
+# The files the loader reads as weights (SGLang's DefaultModelLoader: *.safetensors, else *.bin, else *.pt; .pth
+# for consolidated checkpoints): a link among them that reaches no file is named, not passed over.
+WEIGHTS = (".safetensors", ".bin", ".pt", ".pth")
+# More files than any checkpoint holds (Kimi K2: 64 shards and a handful of others): the walk stops there.
+MAX_FILES = 100_000
+MAX_DEPTH = 16
+
+
+def index_total_size(index):
+    """The safetensors index's metadata.total_size (bytes), None when the index gives none; ValueError naming the
+    index and what is wrong with its shape or the number (not finite, not a whole positive count, absurd)."""
+    value = read_json(index, index)[0]
+    if not isinstance(value, dict):
+        raise ValueError("%s is not a JSON object" % index)
+    if "metadata" not in value:
+        return None
+    metadata = value["metadata"]
+    if not isinstance(metadata, dict):
+        raise ValueError("%s: metadata is %s, not an object such as {\"total_size\": 16060522496}"
+                         % (index, json.dumps(metadata)[:80]))
+    if "total_size" not in metadata:
+        return None
+    total = metadata["total_size"]
+    if (isinstance(total, bool) or not isinstance(total, (int, float)) or not math.isfinite(total) or total <= 0
+            or total != int(total) or total > MAX_CHECKPOINT_BYTES):
+        raise ValueError("%s: metadata.total_size is %s, not a checkpoint's size in bytes (a whole number above 0 "
+                         "and at most %d)" % (index, json.dumps(total)[:80], MAX_CHECKPOINT_BYTES))
+    return int(total)
+
+
+def weight_size(path):
+    """The size of a weights file, following a link (a Hub cache's snapshot); ValueError naming the file when the
+    link is dangling or loops."""
+    try:
+        return os.stat(path).st_size
+    except OSError as error:
+        raise ValueError("%s is a link that reaches no file (%s): the loader cannot read it; restore the file it "
+                         "points to or download the checkpoint again" % (path, error.strerror or error)) from None
+
+
 def checkpoint_gib(path):
     index = os.path.join(path, "model.safetensors.index.json")
-    if os.path.exists(index):
-        value = read_json(index, index)[0]
-        total = (value.get("metadata") or {}).get("total_size") if isinstance(value, dict) else None
-        if isinstance(total, (int, float)) and not isinstance(total, bool) and total >= 0:
+    if os.path.lexists(index):
+        total = index_total_size(index)
+        if total is not None:
             return total / 1073741824
-    return sum(os.path.getsize(each) for each in glob.glob(os.path.join(path, "*.safetensors"))) / 1073741824
+    return sum(weight_size(each) for each in sorted(glob.glob(os.path.join(path, "*.safetensors")))) / 1073741824
+
+
+def checkpoint_files(path):
+    """The checkpoint's files as paths relative to `path`, in every subfolder: SGLang's weight loader globs the top
+    level only (*.safetensors, *.bin, *.pt; consolidated*.safetensors for the Mistral format), but the model's own
+    code (trust_remote_code), a processor or a tokenizer may read a subfolder, and a changed subfolder
+    (original/consolidated.pth, a new tokenizer/) is another checkpoint at the same path. So every subfolder, down
+    to any depth, without following a linked folder (a loop) and without the role's own dot files and folders
+    (.sglang-download*, huggingface_hub's .cache/) or unfinished *.part downloads. ValueError past MAX_FILES."""
+    found = []
+    for folder, subfolders, names in os.walk(path, onerror=_raise):
+        relative = os.path.relpath(folder, path)
+        deep = relative.count(os.sep) >= MAX_DEPTH  # no checkpoint nests deeper: the walk goes no further
+        subfolders[:] = [] if deep else sorted(each for each in subfolders if not each.startswith("."))
+        for name in names:
+            if name.startswith(".") or name.endswith(".part"):
+                continue
+            found.append(name if relative == "." else os.path.join(relative, name))
+            if len(found) > MAX_FILES:
+                raise ValueError("%s holds more than %d files, more than any checkpoint" % (path, MAX_FILES))
+    return sorted(found)
+
+
+def _raise(error):
+    raise error
 
 
 def files_sha256(path):
-    """What stands for the checkpoint's files without reading them: each regular file's name, size and mtime (a
-    symlink followed: a Hub cache's snapshot), in name order, hashed; the role's own files (.sglang-download*, other
-    dot files) and unfinished downloads (*.part) left out."""
+    """What stands for the checkpoint's files without reading them: each regular file's relative path, size and mtime
+    (a symlink followed: a Hub cache's snapshot), in path order, hashed (checkpoint_files: which ones). A dangling or
+    looping link to weights is named (ValueError); any other dangling link loads nothing and is left out. A folder
+    without subfolders gives the digest it gave before subfolders were covered (the same lines)."""
     lines = []
-    for name in sorted(os.listdir(path)):
-        if name.startswith(".") or name.endswith(".part"):
-            continue
+    for name in checkpoint_files(path):
         try:
             found = os.stat(os.path.join(path, name))
         except OSError:
-            continue  # a dangling link loads nothing
+            if name.endswith(WEIGHTS):
+                weight_size(os.path.join(path, name))  # raises, naming the file
+            continue
         if stat.S_ISREG(found.st_mode):
             lines.append("%s\t%d\t%d\n" % (name, found.st_size, found.st_mtime_ns))
     return hashlib.sha256("".join(lines).encode("utf-8", "surrogateescape")).hexdigest()
+
+
+def os_words(error):
+    """An error in words that name the file: '<file>: <reason>' for an OSError that has one, else its message."""
+    if isinstance(error, OSError) and error.strerror:
+        return "%s: %s" % (error.filename, error.strerror) if error.filename else error.strerror
+    return str(error)
 
 
 class Refused(Exception):
@@ -188,7 +267,7 @@ def read_checkpoint(path, knob, repo_knob, missing_ok):
         files = files_sha256(path)
     except (OSError, ValueError) as error:
         raise Refused("%s: %s. Check the checkpoint in %s (a complete copy of its repository)."
-                      % (knob, getattr(error, "strerror", None) or error, path)) from None
+                      % (knob, os_words(error), path)) from None
     return {"found": True, "config": config, "sha256": sha256, "gib": gib, "files_sha256": files}
 
 
