@@ -280,13 +280,13 @@ import json
 import math
 import os
 import re
-import shlex
 import shutil
 import subprocess
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.sglang_errors import failures_as_sentences
 from ansible.module_utils.sglang_files import NotPlainFile, load_json, read_plain, sha256, write_atomic
+from ansible.module_utils.sglang_unit_exec import environment, path_pieces, program_words, settings, startable_paths
 from ansible.module_utils.sglang_uv import (
     BUILDER,
     builder_complete,
@@ -512,7 +512,7 @@ def unit_runtime(unit_path):
     '<runtime>/bin/python' in a unit rendered before the launcher, which a store entry may still hold), or None
     (also for a unit that is not a small regular file: a FIFO is not waited on)."""
     try:
-        return program_runtime(unit_program(unit_path, strict=True))
+        return program_runtime(unit_launcher(unit_path, strict=True))
     except OSError:
         return None
 
@@ -535,29 +535,9 @@ def resolved_in_place(folder):
     return folder
 
 
-# systemd's prefixes of an Exec line's program (systemd.service(5), "Table 1. Special executable prefixes")
-EXEC_PREFIXES = "@-:+!"
-
-
-def exec_programs(text):
-    """The programs of a unit's ExecStart= lines as systemd reads them, in order: an empty ExecStart= clears the ones
-    before it (the reset idiom of a drop-in); systemd's prefixes (-, !, @, :, +) and quotes are not part of the path."""
-    programs = []
-    for line in re.sub(r"\\\n", " ", text).splitlines():  # a line ending in a backslash goes on, as in systemd
-        match = re.match(r"^\s*ExecStart\s*=\s*(.*)$", line)
-        if not match:
-            continue
-        value = match.group(1).strip().lstrip(EXEC_PREFIXES)
-        if not value:
-            programs = []
-            continue
-        try:
-            words = shlex.split(value)
-        except ValueError:
-            words = value.split()
-        if words:
-            programs.append(words[0])
-    return programs
+def read_unit_file(path):
+    """A unit's file or an EnvironmentFile= it names, whole (read_plain: a FIFO or a huge file is refused)."""
+    return read_plain(path, follow=True)
 
 
 def unit_text(unit_path):
@@ -565,34 +545,73 @@ def unit_text(unit_path):
     as `systemctl edit` writes them). None when the unit file is absent; OSError (NotPlainFile) when it cannot be
     read whole (a FIFO, over the size limit, unreadable)."""
     try:
-        texts = [read_plain(unit_path, follow=True).decode("utf-8", "replace")]
+        texts = [read_unit_file(unit_path).decode("utf-8", "replace")]
     except (FileNotFoundError, NotADirectoryError):  # no unit there (a store's own files are not entries)
         return None
     drop_ins = unit_path + ".d"
     if os.path.isdir(drop_ins):
         for name in sorted(os.listdir(drop_ins)):
             if name.endswith(".conf"):
-                texts.append(read_plain(os.path.join(drop_ins, name), follow=True).decode("utf-8", "replace"))
+                texts.append(read_unit_file(os.path.join(drop_ins, name)).decode("utf-8", "replace"))
     return "\n".join(texts)
 
 
-def unit_program(unit_path, strict=False):
-    """The program the unit's ExecStart runs (the last one systemd keeps), or None. strict: a unit that exists but
-    cannot be read raises OSError instead of reading as None (the prune must not take it for "names nothing")."""
+def unit_launcher(unit_path, strict=False):
+    """The runtime's program the unit runs, or None: in the last ExecStart= systemd keeps that names one (a oneshot's
+    later `ExecStart=/bin/true` names none), the first word that is a runtime's launcher or python, wherever it
+    stands (after `env A=1`, a wrapper, `sh -c`, `${VAR}` from the unit's environment). strict: a unit that exists
+    but cannot be read raises OSError instead of reading as None."""
     try:
         text = unit_text(unit_path)
     except OSError:
         if strict:
             raise
         return None
-    programs = exec_programs(text or "")
-    return programs[-1] if programs else None
+    if text is None:
+        return None
+    env = environment(settings(text), read_unit_file)[0]
+    for words in reversed(program_words(text, env)):
+        for word in words:
+            for piece in path_pieces(word):
+                if program_runtime(piece):
+                    return piece
+    return None
+
+
+def runtime_folder(path, runtimes_dir, legacy=None):
+    """The runtime a path lies in, spelled as the prune lists them (<runtimes_dir>/<name>, or legacy), or None.
+    Compared after os.path.realpath, folder by folder from the top, so that a runtimes folder reached through a
+    symbolic link, or `runtimes/current`, counts as what it points at, while a runtime's own bin/python (a link to
+    the host's python) still counts as inside its runtime."""
+    root = os.path.realpath(runtimes_dir).rstrip("/") + "/"
+    real_legacy = os.path.realpath(legacy) if legacy else None
+    parts = os.path.normpath(path).split("/")
+    prefixes = ["/".join(parts[:count]) or "/" for count in range(2, len(parts) + 1)]
+    for prefix in prefixes:
+        real = os.path.realpath(prefix)
+        if real.startswith(root):
+            return os.path.join(os.path.normpath(runtimes_dir), real[len(root):].split("/", 1)[0])
+    if real_legacy and any(under(os.path.realpath(prefix), real_legacy) for prefix in prefixes):
+        return os.path.normpath(legacy)
+    return None
+
+
+def unit_runtimes(unit_path, runtimes_dir, legacy=None):
+    """(runtimes, problems): every runtime folder (runtime_folder) a word of the unit's commands, its working
+    folder or its environment names (module_utils/sglang_unit_exec.py reads them), and sentences naming what could not
+    be read when the commands depend on it. OSError when the unit (or a drop-in) exists but cannot be read whole."""
+    text = unit_text(unit_path)
+    if text is None:
+        return set(), []
+    paths, problems = startable_paths(text, read_unit_file)
+    folders = {runtime_folder(path, runtimes_dir, legacy) for path in paths}
+    return folders - {None}, problems
 
 
 def running_runtimes(runtimes_dir, legacy=None, proc="/proc"):
-    """The runtimes any running process runs from: a word of its command line (the interpreter, the launcher) in a
-    runtime's folder, or the legacy virtualenv. Whatever the unit says, a runtime in use is never removed."""
-    roots = {os.path.normpath(runtimes_dir), os.path.realpath(runtimes_dir)}
+    """The runtimes any running process runs from: a word of its command line (the interpreter, the launcher, an
+    option's value) in a runtime's folder or the legacy virtualenv, compared after realpath. Whatever the unit says,
+    a runtime in use is never removed."""
     found = set()
     try:
         pids = [pid for pid in os.listdir(proc) if pid.isdigit()]
@@ -605,14 +624,9 @@ def running_runtimes(runtimes_dir, legacy=None, proc="/proc"):
         except OSError:
             continue
         for word in words:
-            if legacy and (word == legacy or word.startswith(legacy.rstrip("/") + "/")):
-                found.add(os.path.normpath(legacy))
-            for root in roots:
-                if word.startswith(root + "/"):
-                    name = word[len(root) + 1:].split("/", 1)[0]
-                    if name:
-                        found.add(resolved_in_place(os.path.join(os.path.normpath(runtimes_dir), name)))
-    return found
+            for piece in set(path_pieces(word)):
+                found.add(runtime_folder(piece, runtimes_dir, legacy))
+    return found - {None}
 
 
 def manifest_problem(runtimes_dir, name, manifest):
@@ -622,7 +636,10 @@ def manifest_problem(runtimes_dir, name, manifest):
     path = manifest.get("path")
     if not isinstance(path, str) or not os.path.isabs(path):
         return "its path is %r, not an absolute folder" % (path,)
-    inside = os.path.normpath(path) == os.path.normpath(os.path.join(runtimes_dir, name))
+    own = os.path.join(runtimes_dir, name)
+    # the same folder however spelled: the runtimes folder may be reached through a link (or was, when it was built)
+    inside = os.path.normpath(path) == os.path.normpath(own) or (
+        not os.path.islink(own) and os.path.realpath(path) == os.path.realpath(own))
     if not inside and not (manifest.get("adopted") is True and not under(path, runtimes_dir)):
         return "its path %s is neither %s nor an adopted virtualenv" % (path, os.path.join(runtimes_dir, name))
     if os.path.islink(path.rstrip("/")):
@@ -930,11 +947,16 @@ def run_plan(module, p):
     if action == "build":
         folder = os.path.join(p["dir"], name)
         if os.path.lexists(folder):
-            if serving_path and os.path.normpath(serving_path) == os.path.normpath(folder):
+            try:
+                live, problems = unit_runtimes(p["unit"], p["dir"], p["legacy"]) if p["unit"] else (set(), [])
+            except OSError as error:
+                live, problems = set(), ["it cannot be read (%s)" % (error.strerror or error)]
+            if os.path.normpath(folder) in live or problems:
                 raise RuntimeError_(
-                    "%s has no manifest %s%s, yet the live unit %s runs it: it may have been built by hand or its "
+                    "%s has no manifest %s%s, yet the live unit %s %s: it may have been built by hand or its "
                     "manifest deleted. It is not removed; move it away (or stop the unit) and re-run."
-                    % (folder, name, MARKER_SUFFIX, p["unit"]))
+                    % (folder, name, MARKER_SUFFIX, p["unit"],
+                       "may run it (%s)" % "; ".join(problems) if problems else "runs it"))
             result["removed"].append(folder)
             result["changed"] = True
             if not module.check_mode:  # an interrupted build: never pointed at, built again from nothing
@@ -1015,7 +1037,7 @@ def run_versions(module, p):
             "sglang_rollback_list=true lists them), or run site.yml with that state's package set to build it "
             "again." % p["path"])
     launcher = os.path.join(p["path"], LAUNCHER)
-    if p["unit"] and os.path.normpath(unit_program(p["unit"]) or "") == launcher and not os.path.isfile(launcher):
+    if p["unit"] and os.path.normpath(unit_launcher(p["unit"]) or "") == launcher and not os.path.isfile(launcher):
         # the unit would not start: say so before anything restarts on it (plan writes it back into a runtime)
         raise RuntimeError_(
             ("The store entry %s runs " % p["entry"] if p["entry"] else "%s runs " % p["unit"]) + "%s, which is "
@@ -1027,7 +1049,9 @@ def run_versions(module, p):
 def run_prune(module, p):
     corrupt = {}
     markers = read_markers(p["dir"], corrupt)
-    named = list(p["keep"]) + sorted(running_runtimes(p["dir"], p["legacy"]))
+    # every path compared after realpath, spelled as the folders listed below (runtime_folder)
+    named = [runtime_folder(path, p["dir"], p["legacy"]) or os.path.normpath(path) for path in p["keep"] if path]
+    named += sorted(running_runtimes(p["dir"], p["legacy"]))
     units = [p["unit"]] if p["unit"] else []
     if p["store"] and os.path.isdir(p["store"]) and p["unit"]:
         unit_file = os.path.basename(p["unit"])
@@ -1037,12 +1061,16 @@ def run_prune(module, p):
                 units.append(os.path.join(folder, unit_file))
     for unit_path in units:
         try:
-            named.append(program_runtime(unit_program(unit_path, strict=True)))
+            folders, problems = unit_runtimes(unit_path, p["dir"], p["legacy"])
         except OSError as err:
+            folders, problems = set(), ["it cannot be read (%s)" % getattr(err, "strerror", err)]
+        if problems:
             # a unit that cannot be read may name any runtime: "prune nothing", never "it names nothing"
-            module.warn("%s cannot be read (%s): no runtime was pruned." % (unit_path, getattr(err, "strerror", err)))
-            return {"changed": False, "removed": [], "kept": sorted({os.path.normpath(n) for n in named if n}),
-                    "skipped": [{"path": unit_path, "why": "unreadable unit: nothing pruned"}]}
+            for problem in problems:
+                module.warn("%s: %s: no runtime was pruned." % (unit_path, problem))
+            return {"changed": False, "removed": [], "kept": sorted(set(named)),
+                    "skipped": [{"path": unit_path, "why": "%s: nothing pruned" % "; ".join(problems)}]}
+        named += sorted(folders)
     try:
         dirs = [e for e in os.listdir(p["dir"]) if os.path.isdir(os.path.join(p["dir"], e))
                 and not os.path.islink(os.path.join(p["dir"], e))]
@@ -1065,7 +1093,7 @@ def run_prune(module, p):
             if folder:
                 shutil.rmtree(folder)
         removed.append(folder or os.path.join(p["dir"], marker + MARKER_SUFFIX))
-    kept = sorted({os.path.normpath(n) for n in named if n})
+    kept = sorted(set(named))
     return {"changed": bool(removed), "removed": removed, "kept": kept,
             "skipped": [{"path": folder, "why": why} for folder, why in skipped]}
 
