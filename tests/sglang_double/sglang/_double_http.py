@@ -10,6 +10,7 @@ from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from sglang import __version__
+from sglang._double_metrics import Metrics
 from sglang._double_scheduler import Admission
 from sglang._double_tokenizer import pieces, tokenize
 
@@ -49,13 +50,11 @@ class Server:
         self.ready = False
         self.model_name = args.served_model_name or args.model_path
         self.new_api = gpu.get("api", "new") != "old"
-        self.running_lock = threading.Lock()
         # at most --max-running-requests decode at once, each only when the pool has room (_double_scheduler.py)
         self.admission = Admission(state.get("max_running_requests"), state["max_total_num_tokens"])
-        # /metrics counters (0.5.23 observability/metrics_collector.py: sglang:prompt_tokens_total and
-        # sglang:generation_tokens_total, counted per finished request; /health_generate passes
-        # log_metrics=False and is not counted)
-        self.prompt_tokens_total = self.generation_tokens_total = 0
+        # /metrics (0.5.23 observability/metrics_collector.py; _double_metrics.py): counted per finished request;
+        # /health_generate passes log_metrics=False and is not counted
+        self.metrics_state = Metrics(self.model_name)
 
     # -- the scheduler's view -------------------------------------------------------------------
     def server_info(self):
@@ -93,11 +92,13 @@ class Server:
         step)` paces a streamed answer inside the admission (default: sleep the decode)."""
         n, out, finish, step = self._generate(prompt, max_new_tokens, ignore_eos)
         tokens = self.admission.tokens_for(n, max_new_tokens)
+        arrived = time.monotonic()
         self.admission.admit(tokens)
         if self.gpu.get("fault") == "wrong_when_batched" and self.admission.running > 1:
             out = pieces(" Unknown.")[:max_new_tokens]  # a batching fault to inject: a neighbour garbles the answer
         try:
             time.sleep(n / float(self.gpu["prefill_tokens_per_s"]))
+            first = time.monotonic()  # the prefill's forward pass makes the first token
             if decode is None:
                 time.sleep(len(out) * step)
             else:
@@ -105,9 +106,7 @@ class Server:
         finally:
             self.admission.release(tokens)
         if log_metrics:
-            with self.running_lock:
-                self.prompt_tokens_total += n
-                self.generation_tokens_total += len(out)
+            self.metrics_state.finished(n, len(out), first - arrived, time.monotonic() - first, decode is not None)
         return n, out, finish, step
 
     def decode_step(self, prompt_tokens):
@@ -131,13 +130,12 @@ class Server:
                 "spec_num_correct_drafts": correct, "spec_num_proposed_drafts": proposed, "spec_verify_ct": verify_ct}
 
     def metrics(self):
-        """Prometheus text, the two token counters of 0.5.23's /metrics (with --enable-metrics)."""
-        labels = '{model_name="%s"}' % self.model_name
-        return ("# HELP sglang:prompt_tokens_total Number of prefill tokens processed.\n"
-                "# TYPE sglang:prompt_tokens_total counter\nsglang:prompt_tokens_total%s %.1f\n"
-                "# HELP sglang:generation_tokens_total Number of generation tokens processed.\n"
-                "# TYPE sglang:generation_tokens_total counter\nsglang:generation_tokens_total%s %.1f\n"
-                % (labels, self.prompt_tokens_total, labels, self.generation_tokens_total)).encode()
+        """Prometheus text of 0.5.23's /metrics (with --enable-metrics), the series _double_metrics.py keeps."""
+        admission = self.admission
+        with admission._cond:  # one consistent reading of the scheduler
+            running, queued, used = admission.running, len(admission.queue), admission.reserved
+        return self.metrics_state.text(running, queued, used, self.state["max_total_num_tokens"],
+                                       self.state["context_len"])
 
     def _generate(self, prompt, max_new_tokens, ignore_eos=False):
         """Validate as TokenizerManager and Scheduler do, and answer (generate() spends the simulated time)."""
