@@ -65,6 +65,14 @@ def gone(record, controller):
     return now is None or now != parts[2]
 
 
+def _whole_number(value):
+    try:
+        int(value)
+    except (TypeError, ValueError):
+        return False
+    return True
+
+
 class ActionModule(ActionBase):
     TRANSFERS_FILES = False
     # Ansible refuses any other option by name before run() does anything (ActionBase.run, as its pause does).
@@ -76,6 +84,11 @@ class ActionModule(ActionBase):
         run_id, holder = this_run()
         holder["play"] = self._task.get_play().get_name() if self._task.get_play() else "?"
         args.update(run_id=run_id, holder=holder)
+        if not _whole_number(args.get("wait", 600)):
+            # the module's argument spec refuses it by name, before it touches the lock (no first try with wait=0)
+            result.update(self._execute_module(module_name="sglang_run_lock", module_args=args, task_vars=task_vars))
+            result["changed"] = False
+            return result
         first = self._execute_module(module_name="sglang_run_lock", module_args=dict(args, wait=0),
                                      task_vars=task_vars)
         if first.get("busy") and isinstance(first.get("holder"), dict) and gone(first["holder"],
