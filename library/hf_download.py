@@ -12,7 +12,13 @@ description:
     file with its size), then fetches the files from C(/<repo>/resolve/<commit>/<file>), I(connections) of them
     side by side (a CDN gives one connection about 40 MB/s; many fill the link).
   - Each file's bytes are hashed as they arrive (a resumed C(.part)'s prefix first), so a whole file is checked
-    against the listed sha256 without being read again.
+    against the listed sha256 (a plain file, not in Git LFS, against its git blob id) without being read again. A
+    file the listing gives no size and hash for is refused by name before anything is fetched, unless
+    I(allow_unverified) names it.
+  - A listed name this module keeps for itself (anything ending C(.part), a top-level C(.sglang-*)) is refused.
+  - A redirect is followed only to https (and to http only from an http I(endpoint)); an answer shorter than the
+    length its server announced keeps its C(.part) for the next run. A full disk names the file, what its C(.part)
+    keeps, and how to resume.
   - A file is written to C(<file>.part) and renamed only once it has the size the Hub lists; a C(.part) left by an
     interrupted run is continued with an HTTP C(Range) request. Files already present at their listed size are kept.
   - Written because huggingface_hub 2.x no longer resumes across processes (each process downloads to its own
@@ -70,6 +76,15 @@ options:
         to end and returns its progress (RV(joined)); once it has ended (done, failed, or killed by a reboot), the
         call continues its C(.part) files itself.
     type: int
+  allow_unverified:
+    description:
+      - Files fetched although the listing gives no size and sha256 (or, for a plain file, git blob id) for them,
+        by name or shell pattern (C(*) also crosses C(/)); such a file could be cut off or altered unnoticed.
+      - Any other file without them is refused by name before anything is fetched. The Hub lists both for every
+        file; a mirror may not.
+    type: list
+    elements: str
+    default: []
   background:
     description:
       - The early download, started before the driver, CUDA and the runtime build so that it runs beside them.
@@ -199,7 +214,9 @@ progress_clock:
 """
 
 import concurrent.futures
+import errno
 import fcntl
+import fnmatch
 import hashlib
 import http.client
 import json
@@ -212,7 +229,7 @@ import urllib.parse
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.sglang_errors import failures_as_sentences
-from ansible.module_utils.sglang_http import open_bearer, read_bounded
+from ansible.module_utils.sglang_http import RedirectRefused, open_following, read_bounded
 from ansible.module_utils.sglang_text import duration
 from ansible.module_utils.sglang_text import human_bytes as human
 
@@ -221,9 +238,10 @@ CHUNK = 8 * 2**20
 MAX_CONNECTIONS = 64
 # A commit as the Hub names it: it goes into every file's URL, so nothing else (a listing's "../x" would reach
 # another path on the mirror).
-COMMIT_RE = re.compile(r"^[0-9a-f]{40}$")
-# Beside the files: {name: [size, mtime_ns, sha256]} of files whose content was checked against the listing, so that
-# a file already there at its listed size is hashed once, not on every run (hundreds of GiB of weights).
+COMMIT_RE = re.compile(r"^[0-9a-f]{40}\Z")
+SHA256_RE = re.compile(r"^[0-9a-f]{64}\Z")
+# Beside the files: {name: [size, mtime_ns, sha256 or git blob id]} of files whose content was checked against the
+# listing, so that a file already there at its listed size is hashed once, not on every run (hundreds of GiB).
 VERIFIED = ".sglang-verified.json"
 # The ledger of the download under way (one downloader per folder at a time: take_lock): when it began, the bytes every
 # call of it fetched, and the early download's pid, progress and end.
@@ -250,7 +268,20 @@ def request(url, token, timeout, offset=0):
     """GET url; the token goes to url only, never along a redirect (the Hub sends files to a storage host)."""
     headers = {"Range": "bytes=%d-" % offset} if offset else {}
     # decompress=False: the bytes on disk must be the bytes the Hub lists (size, sha256), ranges included.
-    return open_bearer(url, token, headers=headers, timeout=timeout, follow_redirects="safe", decompress=False)
+    # open_following: a redirect only to https (http only from an http endpoint), never ftp://, file:// or data:.
+    return open_following(url, token, headers=headers, timeout=timeout, decompress=False)
+
+
+# Writes of this module's own files go through <name>.tmp (write_mapping).
+OWN_PREFIX = ".sglang-"
+PART = ".part"
+
+
+def own_name(name):
+    """Whether a listed name is one this module writes itself: a partial download (anything ending .part, in any
+    folder: x.part is x's partial) or a record in the folder's top level (.sglang-verified.json, the ledger, the
+    completion mark, their .tmp writes: every one begins .sglang-). The Hub must not overwrite those."""
+    return name.endswith(PART) or ("/" not in name and name.startswith(OWN_PREFIX))
 
 
 def confined(name):
@@ -261,8 +292,23 @@ def confined(name):
     return name if all(part not in ("", ".", "..") for part in name.split("/")) else None
 
 
+def listed_proof(sibling, size):
+    """How the file's content can be checked, from its listing entry: ("sha256", hex) for a Git LFS file (the
+    weights), ("git", hex) for a plain one (config.json, the tokenizer: the Hub lists its git blob id, the sha1 of
+    "blob <size>\\0" and its bytes); None when the listing gives neither with a size."""
+    lfs = sibling.get("lfs")
+    if isinstance(lfs, dict):
+        digest = lfs.get("sha256")
+        return ("sha256", digest.lower()) if isinstance(digest, str) and SHA256_RE.match(digest.lower()) else None
+    blob = sibling.get("blobId")
+    if size is not None and isinstance(blob, str) and COMMIT_RE.match(blob.lower()):
+        return "git", blob.lower()
+    return None
+
+
 def parse_listing(info, where):
-    """(commit, {file: size or None}, {file: sha256}) from the Hub's answer; ValueError naming what is wrong."""
+    """(commit, {file: size or None}, {file: proof}) from the Hub's answer (listed_proof: what checks the file's
+    content); FinalError or ValueError naming what is wrong."""
     if not isinstance(info, dict) or not isinstance(info.get("sha"), str) or not isinstance(
             info.get("siblings", []), list):
         raise ValueError("%s is not a Hub revision listing (no commit sha or siblings list)" % where)
@@ -275,26 +321,45 @@ def parse_listing(info, where):
         if name is None:
             raise FinalError("%s names a file outside the download folder or no file at all (%r): refused, nothing "
                              "was downloaded; check the endpoint is the Hub or a faithful mirror" % (where, sibling))
+        if own_name(name):
+            raise FinalError("%s lists %r, a name this module keeps for its own files (a .part download, the "
+                             ".sglang-* records beside the checkpoint): refused, nothing was downloaded; check the "
+                             "endpoint is the Hub or a faithful mirror" % (where, name[:200]))
+        if name in sizes:
+            raise FinalError("%s lists %r twice: refused, nothing was downloaded" % (where, name[:200]))
         size = sibling.get("size")
         if size is not None and (not isinstance(size, int) or isinstance(size, bool) or size < 0):
             raise FinalError("%s lists %s with size %r, not a byte count" % (where, name, size))
         sizes[name] = size
-        lfs = sibling.get("lfs")
-        if isinstance(lfs, dict) and isinstance(lfs.get("sha256"), str):
-            digests[name] = lfs["sha256"].lower()
+        proof = listed_proof(sibling, size)
+        if proof is not None:
+            digests[name] = proof
     return info["sha"], sizes, digests
 
 
 def listing(endpoint, repo, revision, token, timeout):
-    """(commit, {file: size or None}, {file: sha256 where the Hub gives it}) of the revision."""
+    """(commit, {file: size or None}, {file: proof where the Hub gives one (listed_proof)}) of the revision."""
     url = "%s/api/models/%s/revision/%s?blobs=true" % (endpoint, repo, urllib.parse.quote(revision, safe=""))
     with request(url, token, timeout) as response:
         info = json.loads(read_bounded(response, what=url))
     return parse_listing(info, url)
 
 
-def sha256_of(path):
-    digest = hashlib.sha256()
+def new_digest(proof, size):
+    """The running hash that checks a file against its listed proof: sha256 of the bytes, or git's blob sha1 (which
+    begins with "blob <size>\\0")."""
+    if proof[0] == "git":
+        return hashlib.sha1(b"blob %d\x00" % size)  # noqa: S324 - git's content id, as the Hub lists it
+    return hashlib.sha256()
+
+
+def proof_words(proof):
+    return "git blob id" if proof[0] == "git" else "sha256"
+
+
+def digest_of(path, proof):
+    """The hex digest of the file at path, as listed_proof's kind computes it."""
+    digest = new_digest(proof, os.path.getsize(path))
     with open(path, "rb") as handle:
         for block in iter(lambda: handle.read(CHUNK), b""):
             digest.update(block)
@@ -320,9 +385,10 @@ def _refuse(part, name, served, size):
                      "revision" % (name, served, size))
 
 
-def _prefix_digest(part, offset):
-    """sha256 of the first `offset` bytes of a .part an earlier call left (its hash state died with that process)."""
-    digest = hashlib.sha256()
+def _prefix_digest(part, offset, proof, size):
+    """The hash of the first `offset` bytes of a .part an earlier call left (its hash state died with that
+    process)."""
+    digest = new_digest(proof, size)
     if offset:
         with open(part, "rb") as handle:
             left = offset
@@ -336,21 +402,31 @@ def _prefix_digest(part, offset):
     return digest
 
 
-def fetch(url, dest, size, token, timeout, deadline=None, sha256=None, stop=None, throttle=None):
+class BrokenOff(Exception):
+    """An answer that ended before the length its server announced (a connection cut): the .part is kept for the
+    next run to resume."""
+
+
+class DiskFull(OSError):
+    """The disk (or the user's quota) ran out while writing a file: the .part keeps what was written."""
+
+
+def fetch(url, dest, size, token, timeout, deadline=None, proof=None, stop=None, throttle=None):
     """Download url to dest through dest.part, continuing a partial one.
 
     Returns (offset resumed at, bytes written, whether dest is now whole). Past `deadline` (time.monotonic()), or once
     `stop` (a threading.Event: another file of the call failed) is set, it stops reading and keeps the .part for the
     next call, unless the server ignored the Range. The bytes are hashed as they arrive (a resumed .part's prefix
-    first), so a whole file is checked without reading it again. A file served at another size than `size`, or whose
-    content is not `sha256`, raises FinalError.
+    first), so a whole file is checked against `proof` (listed_proof) without reading it again. A file served at
+    another size than `size`, or whose content is not the proof's, raises FinalError; an answer shorter than the
+    length its server announced raises BrokenOff (the .part stays); a full disk raises DiskFull.
     """
-    name, part = os.path.basename(dest), dest + ".part"
+    name, part = os.path.basename(dest), dest + PART
     offset = os.path.getsize(part) if os.path.exists(part) else 0
     if size is not None and offset > size:
         offset = 0  # not a prefix of this file: start again
-    resumed, written, stopped = offset, 0, False
-    digest = _prefix_digest(part, offset) if sha256 else None
+    resumed, written, stopped, served = offset, 0, False, None
+    digest = _prefix_digest(part, offset, proof, size) if proof else None
     if size is None or offset < size:
         try:
             response = request(url, token, timeout, offset)
@@ -363,42 +439,52 @@ def fetch(url, dest, size, token, timeout, deadline=None, sha256=None, stop=None
                 ranged = True
                 if offset and response.getcode() != 206:
                     offset, resumed, ranged = 0, 0, False  # the server ignored the range: the whole file follows
-                    digest = hashlib.sha256() if sha256 else None
+                    digest = new_digest(proof, size) if proof else None
                 served = _served_total(response, offset)
                 if size is not None and served is not None and served != size:
                     _refuse(part, name, served, size)
-                with open(part, "ab" if offset else "wb") as handle:
-                    while True:
-                        # read1: what has arrived (up to CHUNK), so that a slow link still meets the deadline.
-                        chunk = response.read1(CHUNK)
-                        if not chunk:
-                            break
-                        handle.write(chunk)
-                        _MOVED[0] = time.monotonic()
-                        if throttle is not None:
-                            throttle(len(chunk))
-                        if digest is not None:
-                            digest.update(chunk)  # hashlib lets the other files' threads run meanwhile
-                        written += len(chunk)
-                        if size is not None and offset + written > size:
-                            break  # more than listed: refused below, without reading the rest
-                        if ranged and ((deadline is not None and time.monotonic() >= deadline)
-                                       or (stop is not None and stop.is_set())):
-                            stopped = True
-                            break
+                try:
+                    with open(part, "ab" if offset else "wb") as handle:
+                        while True:
+                            # read1: what has arrived (up to CHUNK), so that a slow link still meets the deadline.
+                            chunk = response.read1(CHUNK)
+                            if not chunk:
+                                break
+                            handle.write(chunk)
+                            _MOVED[0] = time.monotonic()
+                            if throttle is not None:
+                                throttle(len(chunk))
+                            if digest is not None:
+                                digest.update(chunk)  # hashlib lets the other files' threads run meanwhile
+                            written += len(chunk)
+                            if size is not None and offset + written > size:
+                                break  # more than listed: refused below, without reading the rest
+                            if ranged and ((deadline is not None and time.monotonic() >= deadline)
+                                           or (stop is not None and stop.is_set())):
+                                stopped = True
+                                break
+                except OSError as err:
+                    if err.errno in (errno.ENOSPC, errno.EDQUOT):
+                        raise DiskFull(err.errno, err.strerror, part) from None
+                    raise
     have = os.path.getsize(part)
     if stopped and (size is None or have < size):
         return resumed, written, False
+    if size is not None and have > size:
+        _refuse(part, name, have, size)
+    if served is not None and have < served:
+        # http.client's read1 returns b"" when the connection closes early, without an error: a cut, not the end
+        raise BrokenOff("the server's answer broke off after %d of the %d bytes it announced" % (have, served))
     if size is not None and have != size:
         _refuse(part, name, have, size)
-    got = None
-    if sha256:
+    if proof:
         # the running hash covers the file when it was written from `offset` on in this call; else read it whole
-        got = digest.hexdigest() if digest is not None and offset + written == have else sha256_of(part)
-    if sha256 and got != sha256:
-        os.unlink(part)
-        raise FinalError("%s: its content's sha256 is %s but the Hub lists %s: the copy served is not the file; it "
-                         "was removed. Check sglang_hf_endpoint (a mirror serving other bytes)" % (name, got, sha256))
+        got = digest.hexdigest() if digest is not None and offset + written == have else digest_of(part, proof)
+        if got != proof[1]:
+            os.unlink(part)
+            raise FinalError("%s: its content's %s is %s but the Hub lists %s: the copy served is not the file; it "
+                             "was removed. Check sglang_hf_endpoint (a mirror serving other bytes)"
+                             % (name, proof_words(proof), got, proof[1]))
     os.replace(part, dest)
     return resumed, written, True
 
@@ -435,7 +521,8 @@ def fetch_all(todo, urls, folder, files, digests, token, timeout, deadline, conn
         try:
             results[name] = fetch(urls[name], os.path.join(folder, name), files[name], token, timeout, deadline,
                                   digests.get(name), stop, throttle)
-        except (FinalError, urllib.error.URLError, OSError, ValueError, http.client.HTTPException) as err:
+        except (FinalError, BrokenOff, urllib.error.URLError, OSError, ValueError,
+                http.client.HTTPException) as err:
             failures.append((name, err))
             stop.set()
 
@@ -455,11 +542,17 @@ def read_mapping(folder, name):
 
 
 def write_mapping(folder, name, data):
-    """folder/name holding data as JSON, replaced whole (a reader sees the old file or the new one)."""
+    """folder/name holding data as JSON, replaced whole (a reader sees the old file or the new one); a write that
+    fails (a full disk) leaves no .tmp behind."""
     tmp = os.path.join(folder, name + ".tmp")
-    with open(tmp, "w", encoding="utf-8") as handle:
-        json.dump(data, handle, sort_keys=True)
-    os.replace(tmp, os.path.join(folder, name))
+    try:
+        with open(tmp, "w", encoding="utf-8") as handle:
+            json.dump(data, handle, sort_keys=True)
+        os.replace(tmp, os.path.join(folder, name))
+    except OSError:
+        if os.path.lexists(tmp):
+            os.unlink(tmp)
+        raise
 
 
 def read_verified(folder):
@@ -471,18 +564,19 @@ def _stamp(path):
     return [status.st_size, status.st_mtime_ns]
 
 
-def content_ok(folder, name, want, verified):
-    """Whether the file there holds the listed sha256: by its recorded check when its size and mtime are unchanged,
-    else by hashing it (and recording the check). A file without a listed sha256 is taken by its size."""
-    if not want:
+def content_ok(folder, name, proof, verified):
+    """Whether the file there holds the listed content (proof: listed_proof): by its recorded check when its size
+    and mtime are unchanged, else by hashing it (and recording the check). A file already there without a listed
+    proof (fetched before under allow_unverified, or put there by the operator) is taken by its size."""
+    if not proof:
         return True
     path = os.path.join(folder, name)
     record = verified.get(name)
-    if isinstance(record, list) and record[:2] == _stamp(path) and record[2:] == [want]:
+    if isinstance(record, list) and record[:2] == _stamp(path) and record[2:] == [proof[1]]:
         return True
-    if sha256_of(path) != want:
+    if digest_of(path, proof) != proof[1]:
         return False
-    verified[name] = _stamp(path) + [want]
+    verified[name] = _stamp(path) + [proof[1]]
     return True
 
 
@@ -604,6 +698,7 @@ def survey(p, endpoint, token):
     todo = [name for name, size in sorted(files.items())
             if not (os.path.exists(os.path.join(p["path"], name))
                     and (size is None or os.path.getsize(os.path.join(p["path"], name)) == size))]
+    refuse_unverified(p, files, digests, todo)
     verified, differs = read_verified(p["path"]), []
     for name in sorted(set(files) - set(todo)):
         if not content_ok(p["path"], name, digests.get(name), verified):
@@ -613,14 +708,33 @@ def survey(p, endpoint, token):
     return commit, files, digests, sorted(set(todo) | set(differs)), differs
 
 
+def unverified(files, digests, todo, allowed):
+    """The files of todo that the listing gives no size and proof for (nothing could tell a cut or altered copy from
+    the file) and that no name or pattern of `allowed` (fnmatch: * also crosses /) lets through."""
+    return [name for name in todo if (files[name] is None or name not in digests)
+            and not any(name == each or fnmatch.fnmatchcase(name, each) for each in allowed)]
+
+
+def refuse_unverified(p, files, digests, todo):
+    """Failed, before anything is fetched, naming the files that could not be checked (unverified)."""
+    refused = unverified(files, digests, todo, p["allow_unverified"] or [])
+    if refused:
+        shown = ", ".join(refused[:10]) + (" and %d more" % (len(refused) - 10) if len(refused) > 10 else "")
+        raise Failed("Cannot download %s@%s: the listing of %s gives no size and sha256 (or git blob id) for %s, so "
+                     "a cut or altered copy could not be told from the file: refused, nothing was downloaded. Point "
+                     "sglang_hf_endpoint at the Hub or a mirror that lists them, or allow these files by name in "
+                     "sglang_download_allow_unverified (allow_unverified) to fetch them unchecked."
+                     % (p["repo"], p["revision"], p["endpoint"], shown))
+
+
 def download(p, endpoint, token, found, todo, deadline, warn):
     """Fetch `todo` (of survey's `found`) until done or `deadline`: (fetched, resumed, bytes written); Failed."""
     commit, files, digests, _all, differs = found
     for name in differs:  # downloaded again below, whole
         if name in todo:
             os.unlink(os.path.join(p["path"], name))
-            warn("%s in %s had the listed size but not the listed sha256 %s: it was removed and is downloaded again."
-                 % (name, p["path"], digests[name]))
+            warn("%s in %s had the listed size but not the listed %s %s: it was removed and is downloaded again."
+                 % (name, p["path"], proof_words(digests[name]), digests[name][1]))
     for name in todo:
         dest = os.path.join(p["path"], name)
         os.makedirs(os.path.dirname(dest), exist_ok=True)
@@ -635,15 +749,39 @@ def download(p, endpoint, token, found, todo, deadline, warn):
     written = sum(got[1] for got in done_files.values())
     verified = read_verified(p["path"])
     for name in fetched:
-        if digests.get(name):  # fetch() checked its sha256
-            verified[name] = _stamp(os.path.join(p["path"], name)) + [digests[name]]
+        if digests.get(name):  # fetch() checked its content
+            verified[name] = _stamp(os.path.join(p["path"], name)) + [digests[name][1]]
     if verified != read_verified(p["path"]):
-        write_verified(p["path"], verified)
+        try:
+            write_verified(p["path"], verified)
+        except OSError as err:  # only a record of checks done: the next run hashes those files again
+            if not failures:
+                warn("The record of checked files in %s could not be written (%s): the next run hashes them again."
+                     % (p["path"], err.strerror or err))
     if failures:
         name, err = failures[0]
-        again = "" if isinstance(err, FinalError) else " The partial file is kept; run again to resume."
+        if isinstance(err, DiskFull):
+            raise Failed(disk_full_sentence(p, name, files.get(name), err), fetched, resumed)
+        final = isinstance(err, (FinalError, RedirectRefused))
+        again = "" if final else " The partial file is kept; run again to resume."
         raise Failed("Downloading %s from %s failed: %s.%s" % (name, p["repo"], err, again), fetched, resumed)
     return fetched, resumed, written
+
+
+def disk_full_sentence(p, name, size, err):
+    """What a full disk (or quota) means for the download: which file, what its .part keeps, how to go on."""
+    part = os.path.join(p["path"], name) + PART
+    kept = os.path.getsize(part) if os.path.exists(part) else 0
+    try:
+        stats = os.statvfs(p["path"])
+        free = " (%s free there now)" % human(stats.f_bavail * stats.f_frsize)
+    except OSError:
+        free = ""
+    need = " of the %s still to come" % human(size - kept) if size is not None and size > kept else ""
+    return ("Downloading %s from %s stopped: %s while writing %s%s. %s%s keeps %s; the next run resumes there. Free "
+            "space on that filesystem for the rest of the checkpoint%s (or raise the quota, or give "
+            "sglang_model_path a larger disk), then run again to resume."
+            % (name, p["repo"], err.strerror or "the disk is full", part, free, name, PART, human(kept), need))
 
 
 def settle(folder, ledger, files):
@@ -857,6 +995,7 @@ def main():
         "endpoint": {"type": "str", "default": "https://huggingface.co"}, "timeout": {"type": "int", "default": 60},
         "poll": {"type": "int"}, "connections": {"type": "int", "default": 16},
         "background": {"type": "bool", "default": False}, "max_bytes_per_s": {"type": "int", "default": 0},
+        "allow_unverified": {"type": "list", "elements": "str", "default": []},
     }, supports_check_mode=True)
     with failures_as_sentences(module, "hf_download"):
         p = module.params
@@ -866,6 +1005,11 @@ def main():
         if p["max_bytes_per_s"] < 0:
             module.fail_json(msg="max_bytes_per_s=%r (sglang_download_max_mb_per_s) must be 0 (no cap) or a rate in "
                                  "bytes per second, e.g. 200000000." % p["max_bytes_per_s"])
+        bad = [each for each in p["allow_unverified"] if not each.strip() or "\x00" in each]
+        if bad:
+            module.fail_json(msg="allow_unverified (sglang_download_allow_unverified) holds %r, not a file name: give "
+                                 "the names (or patterns such as '*.bin') of the files to fetch without a listed size "
+                                 "and hash, or [] for none." % bad[0])
         if p["poll"] is not None and p["poll"] < 1:
             module.fail_json(msg="poll=%r must be at least 1 (seconds one call downloads), or unset to download all in "
                                  "one call." % p["poll"])
@@ -905,7 +1049,10 @@ def run(module, p):
         fetched, resumed, written = download(p, endpoint, token, found, todo, deadline, module.warn)
     except Failed as err:
         if lock:
-            add_to_ledger(p["path"], ledger, 0, state="joined")
+            try:
+                add_to_ledger(p["path"], ledger, 0, state="joined")
+            except OSError:  # a full disk: the failure above says it; the ledger is only the download's tally
+                pass
         raise err
     stopped = len(fetched) < len(todo)
     if lock:

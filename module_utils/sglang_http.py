@@ -7,9 +7,10 @@ from __future__ import annotations
 
 import re
 import time
+import urllib.error
 from collections.abc import Mapping
 from http.client import BadStatusLine, HTTPException, IncompleteRead, LineTooLong, RemoteDisconnected
-from urllib.parse import urlsplit
+from urllib.parse import urljoin, urlsplit
 
 from ansible.module_utils.urls import open_url
 
@@ -77,6 +78,47 @@ def open_bearer(url, token=None, headers=None, **kwargs):
         headers["Authorization"] = "Bearer " + token
         unredirected.append("Authorization")
     return open_url(url, headers=headers, unredirected_headers=unredirected, use_netrc=False, **kwargs)
+
+
+# The answers that send a GET elsewhere (303 included: a GET stays a GET).
+REDIRECTS = (301, 302, 303, 307, 308)
+# More hops than any Hub or mirror sends (the Hub: one, to its storage host).
+MAX_REDIRECTS = 10
+
+
+class RedirectRefused(ValueError):
+    """A redirect this client does not follow: to a scheme other than the first URL's allows, or one too many."""
+
+
+def redirect_schemes(url):
+    """The schemes a redirect from url may go to: https always; http only when url itself is http (a mirror on a
+    private network), so that an https endpoint is never sent down to plain http, ftp://, file:// or data:."""
+    return ("http", "https") if urlsplit(url).scheme.lower() == "http" else ("https",)
+
+
+def open_following(url, token=None, headers=None, **kwargs):
+    """open_bearer(url, ...) with GET redirects followed here, not by urllib (which also follows ftp://): each
+    Location is resolved against the URL that sent it and refused (RedirectRefused, naming the target without its
+    credentials) unless its scheme is one of redirect_schemes(url); the token goes to url only, never to a hop."""
+    allowed, current = redirect_schemes(url), url
+    for hop in range(MAX_REDIRECTS + 1):
+        try:
+            return open_bearer(current, token if hop == 0 else None, headers, follow_redirects="none", **kwargs)
+        except urllib.error.HTTPError as error:
+            if error.code not in REDIRECTS:
+                raise
+            code, location = error.code, (error.headers.get("Location") or "") if error.headers is not None else ""
+            error.close()
+        if not location:
+            raise RedirectRefused("%s answered %d without a Location to go to" % (without_credentials(current), code))
+        target = urljoin(current, location.strip())
+        if urlsplit(target).scheme.lower() not in allowed:
+            raise RedirectRefused("%s sent the download to %s: refused, only %s is followed from %s"
+                                  % (without_credentials(current), without_credentials(target)[:300],
+                                     " or ".join(allowed), without_credentials(url)))
+        current = target
+    raise RedirectRefused("%s: more than %d redirects, refused (a loop?)" % (without_credentials(url),
+                                                                             MAX_REDIRECTS))
 
 
 def _declared_length(response):

@@ -8,6 +8,7 @@ The stand-in serves the two Hub endpoints the module uses, as huggingface_hub 2.
 (hf_api.model_info with files_metadata: /api/models/<repo>/revision/<rev>?blobs=true, siblings with sizes;
 file_download: GET /<repo>/resolve/<commit>/<file>, with Range)."""
 
+import hashlib
 import http.server
 import json
 import os
@@ -117,6 +118,15 @@ def test_single_file_checkpoint_without_index(tmp_path):
     assert not status.check(str(tmp_path))["complete"]
 
 
+def hub_entry(name, data):
+    """A file as the Hub lists it with ?blobs=true: its size, and what checks its content: a weights file (Git LFS)
+    its sha256, a plain file (config.json, the index) its git blob id, the sha1 of "blob <size>\\0" and its bytes."""
+    if name.endswith((".safetensors", ".bin")):
+        return {"rfilename": name, "size": len(data), "blobId": "1" * 40,  # the LFS pointer's id: not the content's
+                "lfs": {"sha256": hashlib.sha256(data).hexdigest(), "size": len(data), "pointerSize": 134}}
+    return {"rfilename": name, "size": len(data), "blobId": hashlib.sha1(b"blob %d\x00" % len(data) + data).hexdigest()}
+
+
 class Hub(http.server.ThreadingHTTPServer):
     def __init__(self, files, stall_file=None, bytes_per_s=None, ranges=True, broken_file=None, siblings=None,
                  served=None, redirect=None, commit=None):
@@ -155,8 +165,7 @@ class HubHandler(http.server.BaseHTTPRequestHandler):
         hub.requests.append((self.command, self.path, self.headers.get("Range"), self.headers.get("Authorization")))
         repo = "org/model"
         if self.path.startswith("/api/models/%s/revision/" % repo):
-            siblings = hub.siblings if hub.siblings is not None else [
-                {"rfilename": n, "size": len(d)} for n, d in hub.files.items()]
+            siblings = hub.siblings if hub.siblings is not None else [hub_entry(n, d) for n, d in hub.files.items()]
             return self.send(200, json.dumps({"id": repo, "sha": hub.commit, "siblings": siblings}).encode(),
                              {"Content-Type": "application/json"}, head)
         prefix = "/%s/resolve/%s/" % (repo, SHA)
@@ -221,9 +230,19 @@ def module_args(repo, revision, path, token_file, endpoint):
     assert task["become_user"] == "{{ sglang_user }}" and "environment" not in task
     values = {"_sglang_download_repo": repo, "_sglang_download_revision": revision, "_sglang_download_path": str(path),
               "sglang_hf_token_file": str(token_file), "sglang_hf_endpoint": endpoint,
-              "sglang_download_connections": 16, "sglang_download_max_mb_per_s": 0}  # the role's defaults
-    return {key: jinja2.Template(value).render(**values) if isinstance(value, str) else value
-            for key, value in task["hf_download"].items()}
+              "sglang_download_connections": 16, "sglang_download_max_mb_per_s": 0,  # the role's defaults
+              "sglang_download_allow_unverified": []}
+    return {key: render(value, values) for key, value in task["hf_download"].items()}
+
+
+def render(value, values):
+    """A task argument rendered as Ansible does: "{{ knob }}" alone keeps the knob's type (a list stays a list)."""
+    if not isinstance(value, str):
+        return value
+    alone = value.strip()
+    if alone.startswith("{{") and alone.endswith("}}") and alone[2:-2].strip() in values:
+        return values[alone[2:-2].strip()]
+    return jinja2.Template(value).render(**values)
 
 
 def run_module(args, tmp_path):
@@ -472,7 +491,6 @@ def test_a_listed_name_outside_the_folder_is_refused_before_anything_is_written(
 def test_content_is_checked_against_the_listed_sha256(tmp_path):
     good = os.urandom(2**16)
     bad = bytes(reversed(good))  # the listed size, other bytes
-    import hashlib
     listed = [{"rfilename": "w.bin", "size": len(good), "lfs": {"sha256": hashlib.sha256(good).hexdigest(),
                                                                 "size": len(good)}}]
     rc, out, target = download(serve(files={"w.bin": good}, siblings=listed, served={"w.bin": bad}), tmp_path)
