@@ -11,6 +11,7 @@ import math
 
 from .linear import kv_rest_before_state, state_pool
 from .memory import GIB, draft_loads_before_profile, mm_reserve_gib, pool_tokens
+from .memory import draft_weights as planned_draft_weights
 from .model import cell_bytes
 from .pages import pool_page
 from .spec import KVPlanError, normalize_spec
@@ -74,6 +75,11 @@ def calibrate(raw_spec, boot):
     # A refined from the pool is what the profile started from; a draft loaded before it (0.5.23) took its
     # weights from there, and 0.5.23 kept a multimodal reserve out: both are added back to give the target's A.
     before = draft_weights if draft_loads_before_profile(spec) else 0.0
+    if draft_raw is None and draft_loads_before_profile(spec):
+        # No draft load in the log: what the planner itself counts for the draft (its checkpoint's estimate), so the
+        # refined A and the re-plan take out the same and the re-plan gives the pool this boot measured. With 0
+        # here, A fell back to its two logged decimals (ct200: a re-plan of 217,629 tokens for a boot of 217,612).
+        before = planned_draft_weights(spec)[0]
     before += mm_reserve_gib(spec)  # and 0.5.23's reserve for a multimodal checkpoint
     rest = (pool + 0.5) * cell / GIB
     state = state_pool(spec)

@@ -4,8 +4,9 @@ measured (ct200: 217,612 tokens at --mem-fraction-static 0.953), never the one t
 
 Nothing on the way rounds what was logged (lib/sglang_kvplan/calibration.py keeps six decimals, the host's fact file
 and the controller's calibration.json keep the JSON numbers as they are): the figures fell back to the logged two
-decimals where the refined A sat further from the logged A than A's and P's rounding, which a draft weighed from
-two logged numbers (its drop, one more rounding each side) moves it by."""
+decimals where the refined A sat further from the logged A than A's and P's rounding: a boot whose log has no draft
+load took 0 GiB out for the draft where the planner takes its estimate (ct200: 217,629), and a draft weighed from
+two logged numbers (its drop, one more rounding each side) moved it past the tolerance (217,777)."""
 
 import os
 
@@ -63,6 +64,16 @@ def test_the_calibration_from_ct200s_boot_replans_its_pool_to_the_token(draft_af
     calibration = kv.calibrate(spec, ct200_boot(draft_after))
     assert calibration["post_load_avail_gib"] != 19.42  # refined from the pool, not the logged two decimals
     assert abs(calibration["post_load_avail_gib"] - 19.42) < 0.021
+    _spec, plan = plan_with(calibration)
+    assert "pool 217,612 tokens" in plan["explanation"], plan["explanation"]
+
+
+def test_a_boot_without_the_drafts_load_lines_replans_its_pool_not_the_two_decimals():
+    # the draft's 'Load weight begin/end' not in the log: the planner's own estimate of its weights is taken out
+    spec, _plan = plan_with(None)
+    boot = dict(ct200_boot(18.87), draft_pre_load_avail_gib=None, draft_post_load_avail_gib=None)
+    calibration = kv.calibrate(spec, boot)
+    assert calibration["post_load_avail_gib"] != 19.42 and "draft_weights_gib" not in calibration
     _spec, plan = plan_with(calibration)
     assert "pool 217,612 tokens" in plan["explanation"], plan["explanation"]
 
