@@ -1,7 +1,8 @@
 #!/usr/bin/python
 """Ansible module: SGLang runtimes, one folder per package set (plan a build, mark one complete, read one's
-versions, prune the ones nothing names). The decisions are plain functions, unit-tested in
-tests/unit/test_sglang_runtime.py; the role's YAML only performs the pip installs and checks between them.
+versions, prune the ones nothing names, and run uv for a build). The decisions are plain functions, unit-tested in
+tests/unit/test_sglang_runtime*.py and tests/unit/test_runtime_prune_*.py; the runtime install
+(lib/sglang_state/runtime_install.py) runs the build's steps and the checks between them.
 A manifest-less folder is taken for an interrupted build and removed: true only because the role calls this module
 under the host's run lock (library/sglang_run_lock.py), so no other run's build is in progress beside it."""
 
@@ -33,10 +34,16 @@ description:
   - C(state=versions) returns a runtime's distribution versions (from its manifest, else from its python);
     it fails with a clear message when the runtime is gone.
   - C(state=prune) removes every runtime (and the legacy virtualenv) that neither C(keep), the live unit,
-    any unit in the backup store, nor any running process names. A unit is read as systemd reads it (its
-    drop-ins in C(<unit>.d/), an empty C(ExecStart=) resetting, the prefixes C(-) C(!) C(@) C(:) C(+), quotes,
-    continued lines, a link such as C(runtimes/current) read as the runtime it points at); a process names a runtime
-    when a word of its command line is inside it. A unit that exists but cannot be read whole prunes nothing.
+    any unit in the backup store, nor any running process names. A unit names every runtime that any word of any
+    of its C(Exec*) lines could start (module_utils/sglang_unit_exec.py), read as systemd reads it (its drop-ins in
+    C(<unit>.d/), an empty C(ExecStart=) resetting, the prefixes C(@) C(-) C(:) C(+) C(!) C(!!) C(|), quotes,
+    continued lines), wherever the word stands (after C(env A=1), C(numactl), C(nice), inside a C(sh -c) string,
+    an option's C(=) value, a C(PATH)), with C($VAR) and C(${VAR}) from its C(Environment=) and
+    C(EnvironmentFile=); its C(WorkingDirectory=) and its variables' values count too. A process names a runtime
+    when a word of its command line is inside it. Every path is compared after C(realpath), folder by folder (a
+    link to the runtimes folder, C(runtimes/current)). Nothing at all is pruned, with a warning, when a unit exists
+    but cannot be read whole, when its commands use a variable while an C(EnvironmentFile=) cannot be read, or when
+    a shell string in them makes its words by running a command (C($(...))).
   - C(state=plan) with O(prune_when_found) prunes too when it finds the runtime complete (C(use)), keeping it, in the
     same call (a re-run with nothing to build needs no second one).
   - C(state=builder) makes sure the runtimes' builder holds uv O(uv_version) (C(<dir>/.builder), installed with pip
@@ -62,7 +69,9 @@ options:
     description: The single virtualenv of deployments before runtimes (sglang_venv), adopted or pruned.
     type: path
   unit:
-    description: The live systemd unit; its ExecStart's first word names the runtime serving now.
+    description: >-
+      The live systemd unit: the runtime its ExecStart runs is the one serving now (RV(serving)); prune keeps every
+      runtime any of its Exec lines could start.
     type: path
   store:
     description: The backup store; every C(<store>/<entry>/<unit's file name>) names a runtime to keep.

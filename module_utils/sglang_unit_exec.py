@@ -75,11 +75,12 @@ def settings(text):
     return found
 
 
-def split_words(value):
-    """systemd's (and the shell's) words of a command line: quotes taken off; a line whose quotes do not close is cut
-    at whitespace instead, its quote marks dropped (a generous reading, never an error)."""
+def split_words(value, shell=False):
+    """systemd's words of a command line (quotes taken off), or with shell a shell's (its punctuation ; & | ( ) < >
+    apart too); a line whose quotes do not close is cut at whitespace instead, its quote marks dropped (a generous
+    reading, never an error)."""
     try:
-        lexer = shlex.shlex(value, posix=True, punctuation_chars=";&|()<>")
+        lexer = shlex.shlex(value, posix=True, punctuation_chars=";&|()<>" if shell else False)
         lexer.whitespace_split = True
         return list(lexer)
     except ValueError:
@@ -181,24 +182,22 @@ def scan_words(words, env, found, command=False, shell=False, depth=0):
     """Adds to found["paths"] every absolute path in words (and in the strings among them, split again), to
     found["used"] the variables systemd (in a command's words) or a shell (in the string it runs) puts in, and to
     found["problems"] what cannot be read: a shell string that runs a command to make its words ($(...), backticks).
-    command: words is an Exec* line (a first word prefixed '|' runs through the shell)."""
+    command: words is an Exec* line's; shell: they are a shell's (a string after `sh -c`, a command prefixed '|')."""
     for index, word in enumerate(words):
-        script = shell or (command and index == 0 and word.startswith("|")) or is_shell_script(words, index)
-        if script and ("$(" in word or "`" in word):
-            found["problems"].append("a shell string runs a command to make its words (%s)" % _short(word))
+        script = shell or is_shell_script(words, index)
+        if script and ("$(" in word or "`" in word):  # its words are not quoted: a unit may hold a secret
+            problem = "a shell string of its Exec lines runs a command ($(...) or backticks) to make its words"
+            if problem not in found["problems"]:
+                found["problems"].append(problem)
         expanded, used = expand(word, env)
         if (command and depth == 0) or shell:
             found["used"].update(used)
         for form in {word, expanded}:
             found["paths"].update(path_pieces(form))
         if depth < NESTING and (PATH_SEPARATORS.search(expanded) or expanded != word):
-            inner = split_words(expanded)
+            inner = split_words(expanded, shell=True)
             if inner != [expanded]:
                 scan_words(inner, env, found, command, script, depth + 1)
-
-
-def _short(text, limit=80):
-    return repr(text[:limit] + ("..." if len(text) > limit else ""))
 
 
 def startable_paths(text, read):
@@ -211,7 +210,8 @@ def startable_paths(text, read):
     found = {"paths": set(), "used": set(), "problems": []}
     for key in sorted(unit["exec"]):
         for value in unit["exec"][key]:
-            scan_words(split_words(value), env, found, command=True)
+            words = split_words(value)
+            scan_words(words, env, found, command=True, shell=bool(words) and words[0].startswith("|"))
     for value in unit["paths"] + list(env.values()):  # PATH=<rt>/bin, RT=<rt>: a value a program reads may name it
         scan_words([value], env, found)
     used = found["used"] - MANAGER_VARIABLES
@@ -231,6 +231,7 @@ def program_words(text, env=None):
             expanded = expand(word, env or {})[0]
             words.append(expanded.lstrip(EXEC_PREFIXES))
             if is_shell_script(given, index):
-                words += [expand(inner, env or {})[0].lstrip(EXEC_PREFIXES) for inner in split_words(expanded)]
+                words += [expand(inner, env or {})[0].lstrip(EXEC_PREFIXES)
+                          for inner in split_words(expanded, shell=True)]
         commands.append(words)
     return commands
