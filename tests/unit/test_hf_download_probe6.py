@@ -315,3 +315,33 @@ def test_probe6_d8_the_listing_in_test_hf_download_gives_every_file_a_size_and_a
         entry = hub_entry(name, data)
         assert entry["size"] == len(data) and hf_download.listed_proof(entry, len(data)) is not None
     assert json.dumps(hub_entry("config.json", b"{}")).count("blobId") == 1
+
+
+# --- the role's knob reaches the module, typed, through download.yml ------------------------------------------
+
+def test_probe6_d8_the_role_knob_reaches_the_module_through_download_yml(tmp_path):
+    import yaml
+    from test_hf_download import REPO_ROOT, run_download_yml
+
+    defaults = yaml.safe_load((REPO_ROOT / "roles/sglang/defaults/main.yml").read_text())
+    assert defaults["sglang_download_allow_unverified"] == []
+    for name in ("download.yml", "download_early.yml"):
+        text = (REPO_ROOT / "roles/sglang/tasks" / name).read_text()
+        assert 'allow_unverified: "{{ sglang_download_allow_unverified }}"' in text, name
+    files = checkpoint([4096])  # valid safetensors: the role's completeness check reads the shard's header
+    shard = "model-00001-of-00001.safetensors"
+    siblings = [hub_entry(name, data) if name != shard else {"rfilename": shard, "size": len(data)}  # no hash
+                for name, data in files.items()]
+    server = serve_listing(files, siblings)
+    url = "http://127.0.0.1:%d" % server.server_port
+    try:
+        refused = run_download_yml(tmp_path, url, tmp_path / "refused")
+        allowed = run_download_yml(tmp_path, url, tmp_path / "allowed",
+                                   sglang_download_allow_unverified=["*.safetensors"])
+    finally:
+        server.shutdown()
+    assert refused.returncode != 0 and "sglang_download_allow_unverified" in refused.stdout, refused.stdout
+    assert "gives no size and sha256 (or git blob id) for %s" % shard in refused.stdout, refused.stdout
+    assert not (tmp_path / "refused" / shard).exists()
+    assert allowed.returncode == 0, allowed.stdout + allowed.stderr
+    assert (tmp_path / "allowed" / shard).read_bytes() == files[shard]
