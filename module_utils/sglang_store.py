@@ -483,8 +483,6 @@ def entry_lines(entries, last_proven):
         if proven:
             line += ", PROVEN %s (pool %s, prompt %s tokens)" % (
                 proven.get("at"), proven.get("pool_tokens", "?"), proven.get("prompt_tokens", "?"))
-            if proven.get("first_at") not in (None, proven.get("at")):
-                line += ", first proven %s" % proven["first_at"]
         else:
             line += ", not proven"
         release = (entry.get("versions") or {}).get("sglang") if isinstance(entry.get("versions"), dict) else None

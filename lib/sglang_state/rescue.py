@@ -5,7 +5,8 @@ The cases (docs/when-things-go-wrong.md, "What the rescue does"):
   - the live state is proven on every node of the server and answers: kept;
   - a rollback (playbooks/rollback.yml) is not rescued by another one: none;
   - a failed proof of a state that answers, sglang_rollback_on_failure false: left running for inspection;
-  - otherwise, with a state to go back to: restore it (always after a failed deploy or a start never healthy);
+  - otherwise, with a state to go back to: restore it (always after a failed deploy or a start never healthy), then
+    prove it as a rollback does (restored_proof(): the check at least) and say whether it proved;
   - no state to go back to (a first install): stop the unit.
 """
 
@@ -14,7 +15,6 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
-import re
 
 
 def _journal_module():
@@ -33,13 +33,10 @@ def _journal_module():
 
 without_excerpt = _journal_module().without_excerpt
 
-# A planner error reaches the rescue wrapped in Ansible's task-args message: the planner's sentence is kept.
-_PLANNER_WRAP = re.compile(r"(?s)^.*The filter plugin .sglang_kv_plan. failed: ")
-
 
 def failure_reason(failed_result, failed_task=None):
-    """One sentence for the failure: the task's message (or its name), its stderr, without the wrapper of a planner
-    error and without the journal excerpt of a failed wait (the rescue shows the journal once, at the end)."""
+    """One sentence for the failure: the task's message (or its name), its stderr, without the journal excerpt of a
+    failed wait (the rescue shows the journal once, at the end)."""
     result = failed_result if isinstance(failed_result, dict) else {}
     task = failed_task if isinstance(failed_task, dict) else {}
     if "msg" in result:
@@ -49,7 +46,7 @@ def failure_reason(failed_result, failed_task=None):
     stderr = str(result.get("stderr") or "").strip()
     if result.get("stderr"):
         text += " (%s)" % stderr
-    return without_excerpt(_PLANNER_WRAP.sub("", text))
+    return without_excerpt(text)
 
 
 def rescue_node(health, backups, last_proven, run_backup, failure=""):
@@ -93,6 +90,54 @@ def rescue_action(node, nodes_backups, rolling_back=False, rescue_from="", rollb
                                      rescue_from or "", bool(rollback_on_failure)))
 
 
+def _whole(value):
+    return isinstance(value, int) and not isinstance(value, bool) and value > 0
+
+
+def restored_proof(entry):
+    """The proof of the state the rescue restored, as a rollback proves its restore (roles/sglang/tasks/rescue.yml
+    gives it to sglang_proof's prove phase): {planned, smoke}. The check a re-run makes of a proven state: SGLang's
+    pool and context length read back and compared with the entry's proven ones, then one short prompt answered;
+    a check that finds a difference runs the full proof itself (library/sglang_smoke_test.py). The server is held
+    to the entry's own target (smoke: what replaces the role's smoke arguments; None leaves one out), and its
+    answer to the check's own needle: this run's sglang_smoke_expect was asked of the state this run deployed (a
+    wrong one may be what failed), not of the state the rescue put back."""
+    proven = entry.get("proven") if isinstance(entry.get("proven"), dict) else {}
+    expect = {key: proven[key] for key in ("pool_tokens", "context_length") if _whole(proven.get(key))}
+    target = entry.get("context_target") if _whole(entry.get("context_target")) else None
+    return {"planned": {"level": "check", "reason": "the rescue restored %s" % entry.get("name"),
+                        "last_full_at": proven.get("at"), "expect": expect},
+            "smoke": {"context_target": target, "min_pool_tokens": target, "expect": None}}
+
+
+def restored_proof_outcome(proved, rank0):
+    """(passed, sentence) for the proof of the restored state. proved: rank 0's result of sglang_proof's prove phase
+    (its `smoke`, sglang_smoke_test's result, failed or not), or None when rank 0 ran none."""
+    smoke = proved.get("smoke") if isinstance(proved, dict) else None
+    if not isinstance(smoke, dict):
+        why = (proved or {}).get("msg") if isinstance(proved, dict) else None
+        return False, "The restored state did not prove: %s, rank 0, ran no proof of it (%s)." % (
+            rank0, why or "its own rescue failed")
+    if smoke.get("failed"):
+        return False, "The restored state did not prove: %s" % without_excerpt(str(smoke.get("msg") or
+                                                                                  "its proof failed"))
+    numbers = "pool %s tokens, context length %s, a %s-token prompt answered" % (
+        smoke.get("pool_tokens", "?"), smoke.get("context_length", "?"), smoke.get("prompt_tokens", "?"))
+    if smoke.get("level") == "full":
+        return True, "It proved again in full (%s): %s." % (smoke.get("escalated") or "the full proof ran", numbers)
+    return True, "It proved again with the check (%s, as proven)." % numbers
+
+
+def restored_proof_mark(smoke):
+    """What the backup store records of a passed proof of the restored state (sglang_backup_store state=proven):
+    its level (a check moves the time of a state proven in full, never proves one) and, for a full one, its
+    measurements, as the role's own proof records them."""
+    names = ("pool_tokens", "min_pool_tokens", "context_target", "context_length", "prompt_tokens", "elapsed_s",
+             "decode")
+    level = "full" if smoke.get("level") == "full" else "check"
+    return dict({name: smoke.get(name) for name in names}, level=level)
+
+
 def _drift(entry_versions, versions_now):
     return any(version and versions_now.get(name) != version for name, version in entry_versions.items())
 
@@ -101,7 +146,8 @@ def rescue_message(decision, facts):
     """The run's last message: the failure, what the rescue did, and the journal's last lines (the key redacted).
 
     decision: rescue_node()'s dict with failure and action; facts: service, rescue_from, current (the store's live
-    entry), entry (the target's entry after the restore), versions_now, restore_failure, journal, api_key.
+    entry), entry (the target's entry after the restore), versions_now, restore_failure, proof (after a restore,
+    restored_proof_outcome()'s sentence), journal, api_key.
     """
     action, target = decision["action"], decision["target"]
     entry = facts.get("entry") or {}
@@ -130,6 +176,8 @@ def rescue_message(decision, facts):
             outcome += (" Its virtualenv now has %s where that state ran %s (an entry from before runtimes, whose "
                         "virtualenv was upgraded in place): run site.yml with those versions to build a runtime of "
                         "them." % (json.dumps(versions_now), json.dumps(entry.get("versions"))))
+        if facts.get("proof"):
+            outcome += " " + facts["proof"]
     elif action == "restore-failed":
         outcome = "Restoring %s failed as well: %s" % (target, facts.get("restore_failure") or "")
     else:

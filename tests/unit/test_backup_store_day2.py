@@ -11,7 +11,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 import sglang_backup_store as module
 from ansible.module_utils.sglang_files import sha256
-from ansible.module_utils.sglang_store import StoreError, entry_lines, newest_proven, proof_time, refreshed_proof
+from ansible.module_utils.sglang_store import StoreError, newest_proven, proof_time, refreshed_proof
 
 START = datetime(2026, 12, 1, 9, 0, tzinfo=UTC)
 
@@ -74,7 +74,7 @@ def test_probe6_day2_the_rescue_and_a_rollback_go_back_to_the_state_that_served_
     facts = module.store_facts(store)
     assert facts["last_proven"] == a
     line = next(line for line in facts["lines"] if line.startswith(a))
-    assert "[rollback default]" in line and "first proven %s" % by_name[a]["proven"]["first_at"] in line
+    assert "[rollback default]" in line and "PROVEN %s " % by_name[a]["proven"]["at"] in line  # the newest proof
     assert "[rollback default]" not in next(line for line in facts["lines"] if line.startswith(b))
 
 
@@ -166,10 +166,3 @@ def test_probe6_day2_equal_proof_times_and_zulu_times_order_as_times():
             {"name": "a", "proven": {"at": "2026-12-01T09:00"}}]
     assert newest_proven(zulu) == "a"  # a "Z" time and a naive one (UTC) compare as times
     assert newest_proven(zulu, other_than="a") == "b" and newest_proven([], other_than="a") is None
-
-
-def test_probe6_day2_the_listing_says_when_an_entry_was_first_proven_only_when_it_differs():
-    once = {"name": "x", "context_target": 1, "proven": {"at": "t1", "first_at": "t1"}}
-    twice = {"name": "y", "context_target": 1, "proven": {"at": "t2", "first_at": "t1"}}
-    lines = entry_lines([once, twice], "y")
-    assert "first proven" not in lines[0] and "PROVEN t2" in lines[1] and "first proven t1" in lines[1]

@@ -37,7 +37,8 @@ PHASE_FUNCTIONS = {
                                                                           "restore")},
     **{phase: ("sglang_proof", ACTIONS["sglang_proof"].transaction_proof, phase)
        for phase in ("observe", "decide", "prove", "record")},
-    **{phase: ("sglang_rescue", ACTIONS["sglang_rescue"].transaction_rescue, phase) for phase in ("look", "rescue")},
+    **{phase: ("sglang_rescue", ACTIONS["sglang_rescue"].transaction_rescue, phase)
+       for phase in ("look", "rescue", "end")},
 }
 CHANGED_RUN = dict(deploy.transaction.new_run(), changed_this_run=True, run_backup="b1")
 

@@ -57,12 +57,21 @@ def looked(host, run):
                               "store": RESTORE["store"], "files": RESTORE["files"]}, run)
 
 
-def act(host, nodes, run, failed_in="", rollback_on_failure=False, me="ct200"):
+CHECKED = {"phase": "prove", "smoke": {"level": "check", "pool_tokens": 150016, "context_length": 150000,
+                                        "prompt_tokens": 38, "failed": False}}
+
+
+def act(host, nodes, run, failed_in="", rollback_on_failure=False, me="ct200", proved=CHECKED):
+    """The rescue phase; after a restore, the end phase with rank 0's proof of the restored state (rescue.yml runs
+    sglang_proof's prove phase between them). The run's message."""
     with pytest.raises(PhaseFailed) as failed:
-        rescue.rescue(host, {"failure": "sglang is failed: SGLang stopped while starting.", "failed_in": failed_in,
-                             "nodes": nodes, "host": me, "rank0": sorted(nodes)[0],
-                             "rollback_on_failure": rollback_on_failure, "service": "sglang", "api_key": KEY,
-                             "versions": {"sglang": "0.5.23"}, "restore": RESTORE}, run)
+        done = rescue.rescue(host, {"failure": "sglang is failed: SGLang stopped while starting.",
+                                    "failed_in": failed_in, "nodes": nodes, "host": me, "rank0": sorted(nodes)[0],
+                                    "rollback_on_failure": rollback_on_failure, "service": "sglang", "api_key": KEY,
+                                    "versions": {"sglang": "0.5.23"}, "restore": RESTORE}, run)
+        assert KEY not in str(done) and done["proof"]["planned"]["level"] == "check"
+        rescue.end(host, {"said": done["said"], "proved": proved, "rank0": sorted(nodes)[0],
+                          "store": RESTORE["store"], "files": RESTORE["files"], "api_key": KEY}, done["run"])
     return str(failed.value)
 
 

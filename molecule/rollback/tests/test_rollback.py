@@ -12,6 +12,8 @@ STORE = "/var/backups/sglang"
 RUNTIMES = "/opt/sglang/runtimes"
 LEGACY = "/opt/sglang/venv"
 NEW_RUNTIME = re.compile(r"^/opt/sglang/runtimes/0\.5\.22\+double-[0-9a-f]{12}$")
+# The rescue proves what it restored, as a rollback does: the check (its pool and context as proven, a short prompt)
+PROVED_AGAIN = r"It proved again (with the check \(pool \d+ tokens, context length 150000|in full)"
 
 
 def read(host, path):
@@ -63,7 +65,7 @@ def test_bad_flag_run_fails_in_one_sentence_restores_and_leaks_nothing():
     assert out.rstrip().endswith("rc=2"), out[-3000:]
     assert "SGLang stopped while starting" in out and "unrecognized arguments: --no-such-flag" in out
     assert re.search(r"Restored the last proven state [0-9T]+Z \(context 150000\), which serves again "
-                     r"\(always, for a start that never became healthy\)", out), out[-3000:]
+                     r"\(always, for a start that never became healthy\)\. " + PROVED_AGAIN, out), out[-3000:]
     assert "Last lines of sglang's journal before the rescue" in out
     assert "ESTABLISH" in out or "EXEC" in out  # the run really was verbose
     assert "--- before" in out or "+++ after" in out  # and --diff showed the unit's change
@@ -82,6 +84,7 @@ def test_oom_at_start_is_restored(host):
     message = read(host, "/root/oom.txt")
     assert "torch.OutOfMemoryError: CUDA out of memory" in message and "SGLang stopped while starting" in message
     assert "Restored the last proven state" in message and "which serves again" in message
+    assert re.search(PROVED_AGAIN, message), message  # the rescue proved what it restored
 
 
 def runtime_of(unit_text):
@@ -167,7 +170,9 @@ def test_an_upgrade_whose_proof_fails_is_rescued_onto_the_previous_runtime_with_
     message = read(host, "/root/upgrade-rescued.txt")
     assert "does not match /\\bcat\\b/" in message
     assert re.search(r"Restored the last proven state [0-9T]+Z \(context 150000\), which serves again "
-                     r"\(sglang_rollback_on_failure\)\.", message), message
+                     r"\(sglang_rollback_on_failure\)\. " + PROVED_AGAIN, message), message
+    # the upgrade's proof failed on its expectation (cat); the restored state answers the check's own needle
+    assert "did not prove" not in message
     assert "puts them back" not in message  # nothing for pip to do: the runtime came back with the unit
     assert "sglang-0.5.23+double-py3-none-any.whl" not in read(host, "/root/wheels-after-rescue.txt")
     assert serving(host, "after-rescue") == (LEGACY, "0.5.23+double")
