@@ -17,7 +17,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.realpath(__file__)), os.
 
 from sglang_checks import planhost  # noqa: E402
 from sglang_state import transaction  # noqa: E402
-from sglang_state.phase_action import PhaseAction, takes, valid_args  # noqa: E402
+from sglang_state.phase_action import PhaseAction, documented_options, phase_specs, takes  # noqa: E402
 
 # The keys of the `common` the role passes (roles/sglang/vars/main.yml): _sglang_deploy to the deploy's phases,
 # _sglang_restore to a restore. A phase that takes one takes all its keys, read or not: one dict serves phases that
@@ -26,28 +26,33 @@ DEPLOY_COMMON = ("host", "server", "rank0", "order", "multinode", "service", "fi
                  "state_manifest", "wait", "context_target")
 RESTORE_COMMON = ("runtimes", "store", "files", "unit_name", "service", "wait")
 
+# The service's files as the phases that render them read them (the documentation's `files` is a list of anything:
+# restore takes their paths)
+RENDERED = {"files": {"type": "list", "elements": "dict", "options": {
+    "src": {"type": "str", "required": True}, "dest": {"type": "str", "required": True},
+    "mode": {"type": "str", "required": True}, "group": {"type": "str"}, "secret": {"type": "bool"}}}}
+PATHS = {"files": {"type": "list", "elements": "str"}}
+
 # What each phase reads (lib/sglang_state/transaction.py), after `common` is merged under the task's own arguments.
-# The one place an option is added: library/sglang_deploy.py documents exactly these, and
+# The one place an option is added: library/sglang_deploy.py documents and types exactly these, and
 # tests/unit/test_phase_actions.py holds the role's every call to them.
 PHASE_OPTIONS = {
-    "render": takes("files etc_dir etc_group store before_manifest", "plan_args", DEPLOY_COMMON, run=False),
+    "render": takes("files etc_dir etc_group store before_manifest", "plan_args", DEPLOY_COMMON, run=False,
+                    typed=RENDERED),
     "start": takes("host multinode service files_changed store files state_manifest wait", "nodes record",
-                   DEPLOY_COMMON),
+                   DEPLOY_COMMON, typed=RENDERED),
     # files, etc_dir, etc_group, store, state_manifest and wait: the corrective pass's render and restart
     "calibrate": takes("host rank0 order multinode server service nodes spec plan context_target calibration_store "
                        "plan_inputs files etc_dir etc_group store state_manifest wait", "stored in_use",
-                       DEPLOY_COMMON),
+                       DEPLOY_COMMON, typed=RENDERED),
     "verify": takes("host rank0 order multinode server nodes context_target min_headroom_gib", "", DEPLOY_COMMON),
-    "restore": takes("name unit_path runtimes store files service wait", "", RESTORE_COMMON, run=False),
+    "restore": takes("name unit_path runtimes store files service wait", "", RESTORE_COMMON, run=False, typed=PATHS),
 }
-# The parts of calibrate's plan_inputs its re-plan reads (read before the phase runs, so that a missing one is the
-# task's mistake and not the phase's)
-PLAN_PARTS = ("knobs", "measured", "gpus", "calibrations")
 
 
 def replanner(plan_inputs, task_vars):
     """calibrate's re-plan: {node: measured calibration} -> the planner's {spec, plan} or {error}, for this host."""
-    inputs = {part: plan_inputs[part] for part in PLAN_PARTS}
+    inputs = dict(plan_inputs)  # its parts required by the documentation's suboptions
 
     def replan(calibrations):
         measured = dict(inputs["calibrations"] or {}, **calibrations)
@@ -59,10 +64,8 @@ def replanner(plan_inputs, task_vars):
 class ActionModule(PhaseAction):
     NAME = "sglang_deploy"
     PHASE_OPTIONS = PHASE_OPTIONS
-    # Ansible's own check of the options (ActionBase.run, as its pause action has it): what some phase takes; each
-    # phase refuses before it what it does not take itself, naming what it takes
-    _VALID_ARGS = valid_args(PHASE_OPTIONS)
-    PREPARE_NOTE = "; plan_inputs holds %s" % ", ".join(PLAN_PARTS)
+    # each phase's argument spec: the options its table names, typed by library/sglang_deploy.py
+    SPECS = phase_specs(NAME, documented_options(__file__, NAME), PHASE_OPTIONS)
 
     def prepare(self, phase, args, task_vars):
         if phase != "calibrate":

@@ -15,7 +15,7 @@ import sys
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.realpath(__file__)), os.pardir, "lib"))
 
 from sglang_state import transaction_proof  # noqa: E402
-from sglang_state.phase_action import PhaseAction, takes, valid_args  # noqa: E402
+from sglang_state.phase_action import PhaseAction, documented_options, phase_specs, takes  # noqa: E402
 
 # What each phase reads (lib/sglang_state/transaction_proof.py): the one place an option is added;
 # library/sglang_proof.py documents exactly these.
@@ -30,9 +30,8 @@ PHASE_OPTIONS = {
 class ActionModule(PhaseAction):
     NAME = "sglang_proof"
     PHASE_OPTIONS = PHASE_OPTIONS
-    # Ansible's own check of the options (ActionBase.run, as its pause action has it): what some phase takes; each
-    # phase refuses before it what it does not take itself, naming what it takes
-    _VALID_ARGS = valid_args(PHASE_OPTIONS)
+    # each phase's argument spec: the options its table names, typed by library/sglang_proof.py
+    SPECS = phase_specs(NAME, documented_options(__file__, NAME), PHASE_OPTIONS)
 
     def run_phase(self, phase, executor, args, run):
         if phase == "observe":

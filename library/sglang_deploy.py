@@ -28,9 +28,12 @@ description:
   - An action plugin; it runs modules on the host. Every result carries C(run), what this run did to the host so far
     (failed phases too), which the role's rescue reads.
   - Each phase takes only the options it reads (the table PHASE_OPTIONS in action_plugins/sglang_deploy.py), and all
-    the keys of the O(common) it is passed; it refuses any other option, and a missing required one, by name before
-    it runs anything. An error inside a phase whose options passed is reported as a defect of the phase, its
-    traceback in C(exception) (shown with -vvv).
+    the keys of the O(common) it is passed, each of the type documented here (suboptions included; C(render),
+    C(start) and C(calibrate) take O(files) as mappings, C(restore) as paths); it refuses any other option, a missing
+    required one, and a value of the wrong type (a mapping or list where a scalar is wanted, or the reverse, or a
+    value Ansible cannot convert) by name before it runs anything. An error inside a phase whose options passed is
+    reported as a defect of the phase, its traceback in C(exception) (shown with -vvv). A module that fails without
+    a result (a broken interpreter) is said with the end of its stderr and stdout.
 version_added: "1.1.0"
 author: sglang-longctx maintainers (!UNKNOWN)
 options:
@@ -53,8 +56,9 @@ options:
     type: dict
   files:
     description:
-      - C(render), C(start), C(calibrate) - the service's files, each C({src, dest, mode, group, secret}).
-      - C(restore) - their paths.
+      - C(render), C(start), C(calibrate) - the service's files, each a mapping C({src, dest, mode, group, secret})
+        (src, dest and mode required; the action checks them).
+      - C(restore) - their paths (strings).
     type: list
     elements: raw
   etc_dir:
@@ -64,8 +68,19 @@ options:
     description: The group that reads the service's folder (the service's user).
     type: str
   store:
-    description: The backup store, C({dir, keep, lock_owner}).
+    description: The backup store.
     type: dict
+    suboptions:
+      dir:
+        description: The store's folder.
+        type: path
+        required: true
+      keep:
+        description: How many entries it keeps.
+        type: int
+      lock_owner:
+        description: Who holds the run lock (the store's lock names it).
+        type: str
   before_manifest:
     description: C(render) - the manifest of the state found on the host.
     type: dict
@@ -102,8 +117,22 @@ options:
     description: The systemd unit.
     type: str
   wait:
-    description: C(start), C(calibrate), C(restore) - the readiness wait, C({url, unit, timeout, api_key}).
+    description: C(start), C(calibrate), C(restore) - the readiness wait (sglang_wait_ready's arguments).
     type: dict
+    suboptions:
+      url:
+        description: The server's URL.
+        type: str
+      unit:
+        description: The systemd unit.
+        type: str
+      timeout:
+        description: Seconds from the unit's start.
+        type: int
+        required: true
+      api_key:
+        description: The server's API key (never logged).
+        type: str
   spec:
     description: C(calibrate) - the planner's spec of the plan that booted.
     type: dict
@@ -120,11 +149,48 @@ options:
     description: C(calibrate) - the calibration the plan used.
     type: dict
   calibration_store:
-    description: C(calibrate) - where a calibration is stored, C({folder, path, key, entries, setup}).
+    description: C(calibrate) - where a calibration is stored.
     type: dict
+    suboptions:
+      folder:
+        description: The local facts folder.
+        type: path
+        required: true
+      path:
+        description: The fact file.
+        type: path
+        required: true
+      key:
+        description: The key of this setup.
+        type: str
+        required: true
+      entries:
+        description: The entries other setups stored.
+        type: dict
+      setup:
+        description: What the key stands for (model, parallelism).
+        type: dict
+        required: true
   plan_inputs:
-    description: C(calibrate) - the planner's inputs for a re-plan, C({knobs, measured, gpus, calibrations}).
+    description: C(calibrate) - the planner's inputs for a re-plan.
     type: dict
+    suboptions:
+      knobs:
+        description: The planner's knobs.
+        type: dict
+        required: true
+      measured:
+        description: What was measured on the host (checkpoint and draft).
+        type: dict
+        required: true
+      gpus:
+        description: Each node's GPU facts.
+        type: dict
+        required: true
+      calibrations:
+        description: Each node's calibration in use.
+        type: dict
+        required: true
   min_headroom_gib:
     description: C(verify) - the memory SGLang must have left after the pool.
     type: float
@@ -135,8 +201,18 @@ options:
     description: C(restore) - the entry's copy of the unit (it names the entry's runtime).
     type: path
   runtimes:
-    description: C(restore) - the runtimes' folder and the distributions a runtime reports, C({dir, names}).
+    description: C(restore) - the runtimes' folder and the distributions a runtime reports.
     type: dict
+    suboptions:
+      dir:
+        description: The runtimes' folder.
+        type: path
+        required: true
+      names:
+        description: The distributions a runtime reports.
+        type: list
+        elements: str
+        required: true
   unit_name:
     description: C(restore) - the unit's file name in an entry; taken (and not read) as a key of O(common), which the
       rescue's C(restore) (sglang_rescue) shares.

@@ -20,9 +20,12 @@ description:
   - C(record) says which proof ran and why; after a full one it marks the live state proven in the backup store and
     keeps the record the next run decides from. A failed proof on rank 0 fails every node with its message.
   - An action plugin; it runs modules on the host.
-  - Each phase takes only the options it reads (the table PHASE_OPTIONS in the action); it refuses any other
-    option, and a missing required one, by name before it runs anything. An error inside a phase whose options
-    passed is reported as a defect of the phase, its traceback in C(exception) (shown with -vvv).
+  - Each phase takes only the options it reads (the table PHASE_OPTIONS in the action), each of the type documented
+    here (suboptions included); it refuses any other option, a missing required one, and a value of the wrong type
+    (a mapping or list where a scalar is wanted, or the reverse, or a value Ansible cannot convert) by name before it
+    runs anything. An error inside a phase whose options passed is reported as a defect of the phase, its traceback
+    in C(exception) (shown with -vvv). A module that fails without a result (a broken interpreter) is said with the
+    end of its stderr and stdout.
 version_added: "1.1.0"
 author: sglang-longctx maintainers (!UNKNOWN)
 options:
@@ -38,10 +41,21 @@ options:
   files:
     description: C(record) - the service's files' paths (the state marked proven).
     type: list
-    elements: raw
+    elements: str
   store:
-    description: C(record) - the backup store, C({dir, keep, lock_owner}).
+    description: C(record) - the backup store.
     type: dict
+    suboptions:
+      dir:
+        description: The store's folder.
+        type: path
+        required: true
+      keep:
+        description: How many entries it keeps.
+        type: int
+      lock_owner:
+        description: Who holds the run lock (the store's lock names it).
+        type: str
   service:
     description: C(observe), C(decide) - the systemd unit.
     type: str

@@ -18,9 +18,11 @@ description:
     backup store entry names (sglang_runtime's prune).
   - An action plugin; it runs modules on the host (sglang_runtime, sglang_runtime_check, pip, git, copy) and reads
     controller-side wheels' sha256 on the controller.
-  - It takes only these options; it refuses any other, and a missing required one, by name before it runs anything.
-    An error inside it whose options passed is reported as its defect, its traceback in C(exception) (shown with
-    -vvv).
+  - It takes only these options, each of the type documented here; it refuses any other, a missing required one,
+    and a value of the wrong type (a mapping or list where a scalar is wanted, or the reverse, or a value Ansible
+    cannot convert) by name before it runs anything. An error inside it whose options passed is reported as its
+    defect, its traceback in C(exception) (shown with -vvv). A module that fails without a result (a broken
+    interpreter) is said with the end of its stderr and stdout.
 version_added: "1.1.0"
 author: sglang-longctx maintainers (!UNKNOWN)
 options:

@@ -7,6 +7,13 @@ sglang_rescue (look, rescue). An action is phased where the nodes of a server ac
 each phase registers its result on every node before the next phase reads them all. Each action subclasses
 PhaseAction with its table of what each phase reads and the function each phase runs.
 
+One check of a task's options: each phase's argument spec (Ansible's, as a module has), made from the action's
+documentation (the type of each option and of its suboptions, one source) and the phase's table (which options it
+takes, which it requires, and where a phase types an option deeper than the documentation can). Ansible's validator
+refuses an unknown option, a missing one and a value it cannot convert; before it, a value of the wrong shape is
+refused (a mapping or list where a scalar is wanted, a scalar where a mapping or list is), where Ansible would turn
+'a=b' into a mapping, 'a,b' into a list, or a list into its text.
+
 This module runs on the controller, imported by action_plugins/ (it is the one part of lib/ that needs Ansible).
 """
 
@@ -15,10 +22,15 @@ from __future__ import annotations
 import datetime
 import hashlib
 import json
+import os
 import time
 import traceback
 
 from ansible.errors import AnsibleActionFail, AnsibleError
+from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
+from ansible.module_utils.common.parameters import remove_values
+from ansible.module_utils.errors import UnsupportedError
+from ansible.parsing.plugin_docs import read_docstring
 from ansible.plugins.action import ActionBase
 from ansible.utils.display import Display
 
@@ -26,51 +38,165 @@ from sglang_state import transaction
 
 display = Display()
 
+# What an argument spec keeps of an option's documentation (suboptions become its options, as in a module's spec)
+SPEC_KEYS = ("type", "elements", "choices")
+CONTAINERS = {"dict": (dict, "a mapping"), "list": (list, "a list")}
+# How much of a failed module's stderr and stdout its message keeps (the end, where the error is)
+OUTPUT_LIMIT = 2000
 
-def takes(required, optional="", common=(), run=True):
-    """One phase's options, {name: required}. required: what the phase reads on some path without a default (the role
-    always passes it); optional: what it reads with one; common: the keys of the common it is passed; run: it carries
-    on the run it is given (the phases that begin a run read none)."""
-    options = dict.fromkeys(optional.split() + list(common), False)
+
+def takes(required, optional="", common=(), run=True, typed=None):
+    """One phase's options, {name: {required: bool, ...}}. required: what the phase reads on some path without a
+    default (the role always passes it); optional: what it reads with one; common: the keys of the common it is
+    passed; run: it carries on the run it is given (the phases that begin a run read none); typed: {name: spec} for
+    an option this phase types deeper than the documentation's one type per option."""
+    options = {name: {"required": False} for name in optional.split() + list(common)}
     if common:
-        options["common"] = False
+        options["common"] = {"required": False}
     if run:
-        options["run"] = False
-    options.update(dict.fromkeys(required.split(), True))
+        options["run"] = {"required": False}
+    options.update({name: {"required": True} for name in required.split()})
+    for name, spec in (typed or {}).items():
+        options[name] = dict(spec, required=options[name]["required"])
     return options
 
 
-def valid_args(table):
-    """An action's _VALID_ARGS (Ansible's own check of a task's options, before run()): every option some phase of
-    its table takes, and `phase` where it has several."""
-    names = set().union(*(set(options) for options in table.values()))
-    return frozenset(names | ({"phase"} if len(table) > 1 else set()))
+def documented_options(action_file, name):
+    """The options of an action's documentation, read as ansible-doc reads them: library/<name>.py beside
+    action_plugins/ in the checkout, plugins/modules/<name>.py beside plugins/action/ in the collection."""
+    here = os.path.dirname(os.path.realpath(action_file))
+    for folder in ("library", "modules"):
+        path = os.path.realpath(os.path.join(here, os.pardir, folder, name + ".py"))
+        if os.path.isfile(path):
+            return read_docstring(path)["doc"]["options"]
+    raise FileNotFoundError("the documentation of the action %s (library/%s.py) is not beside %s" % (name, name, here))
 
 
-def label(name, table, phase):
-    """How a message names the action: with its phase where it has several."""
-    return "%s (phase %s)" % (name, phase) if len(table) > 1 else name
+def argument_spec(documented):
+    """One option's documentation as Ansible's argument spec: its type, elements and choices, its suboptions."""
+    spec = {key: documented[key] for key in SPEC_KEYS if key in documented}
+    if "suboptions" in documented:
+        spec["options"] = {name: dict(argument_spec(option), required=bool(option.get("required")))
+                           for name, option in documented["suboptions"].items()}
+    return spec
 
 
-def refused(name, table, phase, own, common):
-    """The sentence that refuses a phase's options, or None. name: the action; table: its {phase: takes()}; own: the
-    task's arguments less phase; common: the dict it passes as common. An option the phase does not take is named,
-    then a required one neither gives."""
-    options = table[phase]
-    where, whom = label(name, table, phase), "phase %s" % phase if len(table) > 1 else "it"
-    # common's keys are checked only where common is taken: elsewhere `common` itself is the unknown option
-    inside = [key for key in common if key not in own] if "common" in options else []
-    unknown = ["'%s'" % key for key in sorted(own) if key not in options]
-    unknown += ["'%s' (in common)" % key for key in sorted(inside) if key not in options]
-    if unknown:
-        return "%s: unknown option%s %s; %s takes: %s" % (
-            where, "s" if len(unknown) > 1 else "", ", ".join(unknown), whom, ", ".join(sorted(options)))
-    required = sorted(key for key, needed in options.items() if needed)
-    missing = ["'%s'" % key for key in required if key not in own and key not in inside]
-    if missing:
-        return "%s: missing required option%s %s; %s requires: %s" % (
-            where, "s" if len(missing) > 1 else "", ", ".join(missing), whom, ", ".join(required))
-    return None
+def phase_specs(name, documented, table):
+    """{phase: its argument spec}: each option typed by the documentation (or the phase's own `typed`), required as
+    the table says. An option the documentation lacks is this action's defect, said when it is imported."""
+    specs = {}
+    for phase, options in table.items():
+        lacking = sorted(set(options) - set(documented))
+        if lacking:
+            raise ValueError("%s: phase %s takes %s, which library/%s.py does not document" % (
+                name, phase, ", ".join(lacking), name))
+        specs[phase] = {option: dict(argument_spec(documented[option]), **entry) for option, entry in options.items()}
+    return specs
+
+
+def _kind(value):
+    if isinstance(value, bool):
+        return "a boolean"
+    for python, said in CONTAINERS.values():
+        if isinstance(value, python):
+            return said
+    return "a string" if isinstance(value, str) else "a number" if isinstance(value, (int, float)) else "a value"
+
+
+def misshapen(spec, params, context=()):
+    """What in params has not the shape its spec wants, each said with the option's name: a mapping or list where a
+    scalar is wanted, a scalar where a mapping or list is, the same inside suboptions and elements. None is left to
+    Ansible's validator (not given, or a required one refused); raw takes anything."""
+    wrong = []
+    for name, option in spec.items():
+        if params.get(name) is not None:
+            wrong += _shape(option.get("type", "str"), option, params[name], name, context)
+    return wrong
+
+
+def _shape(wanted, option, value, name, context):
+    where = "'%s'%s" % (name, " in '%s'" % " -> ".join(context) if context else "")
+    if wanted == "raw":
+        return []
+    if wanted not in CONTAINERS:
+        return [] if _kind(value) not in ("a mapping", "a list") else ["%s is %s, not a %s" % (where, _kind(value),
+                                                                                                wanted)]
+    python, said = CONTAINERS[wanted]
+    if not isinstance(value, python):
+        return ["%s is %s, not %s" % (where, _kind(value), said)]
+    if wanted == "dict":
+        return misshapen(option.get("options", {}), value, context + (name,))
+    elements = option.get("elements")
+    return [problem for index, item in enumerate(value) if elements and item is not None
+            for problem in _shape(elements, option, item, "%s[%d]" % (name, index), context)]
+
+
+def _as_given(given, typed):
+    """The validator's typed values, only where the task gave one (Ansible fills a suboption not given with None)."""
+    if isinstance(given, dict) and isinstance(typed, dict):
+        return {key: _as_given(value, typed.get(key, value)) for key, value in given.items()}
+    if isinstance(given, list) and isinstance(typed, list) and len(given) == len(typed):
+        return [_as_given(value, checked) for value, checked in zip(given, typed, strict=True)]
+    return typed
+
+
+def check(spec, own):
+    """(the phase's arguments, typed, None) or (None, the problems, each naming its option). own: the task's
+    arguments less phase; a `common` mapping, where the phase takes one, is merged under them, its keys checked as
+    the phase's own (an unknown one named as in common)."""
+    common = own.get("common") if "common" in spec and isinstance(own.get("common"), dict) else {}
+    given = dict(common, **own)
+    problems = misshapen(spec, given)
+    if problems:
+        return None, problems
+    result = ArgumentSpecValidator(spec).validate(given)
+    unknown = []
+    for item in sorted(result.unsupported_parameters, key=str):
+        path = item if isinstance(item, tuple) else (item,)
+        inside = path[:-1] or (("common",) if path[-1] not in own else ())
+        unknown.append("'%s'%s" % (path[-1], " (in %s)" % " -> ".join(inside) if inside else ""))
+    problems = ["unknown option%s %s" % ("s" if len(unknown) > 1 else "", ", ".join(unknown))] if unknown else []
+    problems += [error.msg for error in result.errors if not isinstance(error, UnsupportedError)]
+    if problems:
+        return None, problems
+    return _as_given(given, result.validated_parameters), None
+
+
+def refusal(where, whom, spec, problems):
+    """The sentence that refuses a phase's options: what is wrong, then what the phase takes and requires."""
+    required = sorted(name for name, option in spec.items() if option.get("required"))
+    return "%s: %s; %s takes: %s%s" % (where, "; ".join(problems), whom, ", ".join(sorted(spec)),
+                                       "; requires: %s" % ", ".join(required) if required else "")
+
+
+def _strings(value):
+    if isinstance(value, dict):
+        return {text for item in value.values() for text in _strings(item)}
+    if isinstance(value, list):
+        return {text for item in value for text in _strings(item)}
+    return {value} if isinstance(value, str) and value else set()
+
+
+def with_module_output(result, secret_args=None):
+    """A failed module's result whose msg also says what the module wrote (a broken interpreter, a crash before its
+    JSON: Ansible's msg then says only that the result could not be read): the last OUTPUT_LIMIT characters of its
+    stderr and stdout, every string of a secret call's arguments replaced as no_log replaces it."""
+    if not isinstance(result, dict) or not result.get("failed"):
+        return result
+    hidden = _strings(secret_args)
+    said = []
+    for key in ("module_stderr", "module_stdout"):
+        text = result.get(key)
+        if not isinstance(text, str) or not text.strip():
+            continue
+        text = text.strip()
+        text = text if len(text) <= OUTPUT_LIMIT else "..." + text[-OUTPUT_LIMIT:]
+        result[key] = text = remove_values(text, hidden)
+        said.append("%s: %s" % (key, text))
+    if said:
+        rc = " (rc %s)" % result["rc"] if isinstance(result.get("rc"), int) else ""
+        result["msg"] = "%s%s; %s" % (result.get("msg") or "the module failed", rc, "; ".join(said))
+    return result
 
 
 def failed(phase, run, msg, changed=False):
@@ -107,7 +233,7 @@ class Executor:
             self.diffs.extend(diff if isinstance(diff, list) else [diff])
         if secret:
             result.pop("invocation", None)
-        return result
+        return with_module_output(result, args if secret else None)
 
     def module_async(self, name, args, limit):
         """Start a module as an async job (Ansible's async_wrapper, as a task with async and poll 0 does): its
@@ -121,7 +247,7 @@ class Executor:
         finally:
             task.async_val = saved
         self.warnings.extend(result.pop("warnings", None) or [])
-        return result
+        return with_module_output(result)
 
     monotonic = staticmethod(time.monotonic)
     sleep = staticmethod(time.sleep)
@@ -145,7 +271,7 @@ class Executor:
     def copy(self, args):
         result = self._run_action("ansible.legacy.copy", args, self._task_vars)
         result.pop("diff", None)
-        return result
+        return with_module_output(result)
 
     def controller_sha256(self, src):
         """A controller-side file's sha256, found as the copy action finds it (the role's files/, then as given)."""
@@ -171,18 +297,19 @@ class Executor:
 
 
 class PhaseAction(ActionBase):
-    """One action of the role: its phases' options checked by name, then the phase's function run over an Executor.
+    """One action of the role: its phase's options checked against the phase's argument spec, then the phase's
+    function run over an Executor.
 
-    A subclass sets NAME, PHASE_OPTIONS ({phase: takes(...)}, in the order the role runs them), _VALID_ARGS
-    (valid_args(PHASE_OPTIONS): Ansible's own check of a task's options, in ActionBase.run) and run_phase(). A phase
-    that takes `run` carries on the run record it is given; the others begin one, noting when (`began`). An action
-    of one phase takes no `phase` option. Each phase refuses what it does not take itself, naming what it takes and
-    keeping the run as it stands, before Ansible's check runs."""
+    A subclass sets NAME, PHASE_OPTIONS ({phase: takes(...)}, in the order the role runs them), SPECS
+    (phase_specs(NAME, documented_options(__file__, NAME), PHASE_OPTIONS)) and run_phase(). A phase that takes `run`
+    carries on the run record it is given; the others begin one, noting when (`began`). An action of one phase
+    takes no `phase` option. A phase refuses an unknown option, a missing one and a value of the wrong type, naming
+    each, what it takes and requires, and keeping the run as it stands, before anything runs. No _VALID_ARGS: the
+    spec is the one check."""
 
     NAME = ""
     PHASE_OPTIONS = {}
-    # what prepare() reads, said when an argument is of the wrong kind (a subclass whose prepare reads more says so)
-    PREPARE_NOTE = ""
+    SPECS = {}
     # No temporary folder on the host for a phase: its modules run pipelined (through the connection's stdin), and
     # the copy action it drives for a wheel, a calibration or a proof record makes its own only when it copies.
     # Making and removing one cost two round trips a phase (tests/benchmarks/bench_rerun.py).
@@ -190,8 +317,8 @@ class PhaseAction(ActionBase):
     _requires_connection = True
 
     def prepare(self, phase, args, task_vars):
-        """The phase's arguments as its function takes them (a subclass turns an input into what the phase reads);
-        KeyError, TypeError or ValueError here is the task's mistake."""
+        """The phase's arguments as its function takes them (a subclass turns an input into what the phase reads;
+        the spec has checked every part it reads)."""
         del phase, task_vars
         return args
 
@@ -222,31 +349,26 @@ class PhaseAction(ActionBase):
         if wrong:
             return {"failed": True, "msg": wrong}
         run = transaction.new_run()
+        spec = self.SPECS[phase]
+        # `common`: the settings every phase of this host shares (vars/main.yml's _sglang_deploy), under its own
+        # arguments; each phase carries on the run the one before it registered (a beginning phase starts one)
+        args, problems = check(spec, own)
+        if "run" in spec and isinstance(own.get("run"), dict):
+            run.update((args or own)["run"])  # the run as it stands, kept in a refusal too: the rescue reads it
+        elif "run" not in spec:  # a phase that begins a run record notes when (render's: the boot's start)
+            run["began"] = began
+        if problems:  # nothing ran: the host is as the phase before left it
+            whom = "phase %s" % phase if len(self.PHASE_OPTIONS) > 1 else "it"
+            return failed(phase, run, refusal(self._where(phase), whom, spec, problems))
+        args = {key: value for key, value in args.items() if key not in ("common", "run")}
         try:
-            # `common`: the settings every phase of this host shares (vars/main.yml's _sglang_deploy), under its own
-            # arguments; each phase carries on the run the one before it registered (a beginning phase starts one)
-            common = dict(own.get("common") or {})
-            if "run" in self.PHASE_OPTIONS[phase]:
-                run.update(own.get("run") or {})
-            else:  # a phase that begins a run record notes when (render's: the boot's start on the day-1 clock)
-                run["began"] = began
-            sentence = refused(self.NAME, self.PHASE_OPTIONS, phase, own, common)
-            args = {key: value for key, value in dict(common, **own).items() if key not in ("common", "run")}
-            args = args if sentence else self.prepare(phase, args, task_vars)
-        except (KeyError, TypeError, ValueError) as error:
-            # common or run that is not a mapping, an input without one of its parts: the task's mistake, said
-            return failed(phase, run, "%s: an argument is of the wrong kind (common and run are mappings%s): %s: %s"
-                          % (self._where(phase), self.PREPARE_NOTE, type(error).__name__, error))
-        if sentence:  # nothing ran: the host is as the phase before left it
-            return failed(phase, run, sentence)
-        try:
-            # Ansible's own checks: _VALID_ARGS (what a phase takes passes it) and async, which no phase supports
+            # Ansible's own check: async, which no phase supports (no _VALID_ARGS: the spec checked the options)
             super().run(tmp, task_vars)
         except AnsibleActionFail as error:
             return failed(phase, run, "%s: %s" % (self._where(phase), error))
         executor = Executor(self, task_vars, host=task_vars.get("inventory_hostname"))
         try:
-            result = self.run_phase(phase, executor, args, run)
+            result = self.run_phase(phase, executor, self.prepare(phase, args, task_vars), run)
         except transaction.PhaseFailed as failure:
             result = failed(phase, run, str(failure), changed=bool(run.get("changed_this_run")))
         except AnsibleError:
@@ -265,4 +387,4 @@ class PhaseAction(ActionBase):
         return result
 
     def _where(self, phase):
-        return label(self.NAME, self.PHASE_OPTIONS, phase)
+        return "%s (phase %s)" % (self.NAME, phase) if len(self.PHASE_OPTIONS) > 1 else self.NAME

@@ -29,13 +29,15 @@ PLAY = """
      "Invalid options for sglang_run_report: colour"),
     # the phase actions name the phase and what it takes (tests/unit/test_phase_actions.py has each phase)
     ("sglang_runtime_install", "dir: {tmp}\n        kernel_wheel: []", "sglang_runtime_install: unknown option "
-     "'kernel_wheel'; it takes: check, cuda_home, dir, "),
+     "'kernel_wheel'; missing required arguments: check, cuda_home, extras, "),
     ("sglang_deploy", "phase: render\n        files: []\n        etc_dir: {tmp}\n        wiat: 3",
-     "sglang_deploy (phase render): unknown option 'wiat'; phase render takes: before_manifest, common, "),
+     "sglang_deploy (phase render): unknown option 'wiat'; missing required arguments: before_manifest, "),
     ("sglang_proof", "phase: observe\n        record_path: {tmp}/r.json\n        service: s\n        recrod: 1",
-     "sglang_proof (phase observe): unknown option 'recrod'; phase observe takes: record_path, service"),
+     "sglang_proof (phase observe): unknown option 'recrod'; phase observe takes: record_path, service; requires: "
+     "record_path, service"),
     ("sglang_rescue", "phase: look\n        service: s\n        url: http://127.0.0.1:1\n        api_keys: k",
-     "sglang_rescue (phase look): unknown option 'api_keys'; phase look takes: api_key, files, run, service, "),
+     "sglang_rescue (phase look): unknown option 'api_keys'; missing required arguments: files, store; phase look "
+     "takes: api_key, files, run, service, "),
 ])
 def test_an_unknown_option_is_refused_by_name_before_the_action_runs(tmp_path, action, given, said):
     play = tmp_path / "play.yml"

@@ -25,7 +25,10 @@ def test_every_modules_main_is_guarded(path):
         text = open(action, encoding="utf-8").read()
         if "(PhaseAction)" in text:  # a phase action: its base runs it (lib/sglang_state/phase_action.py)
             text = open(os.path.join(REPO, "lib", "sglang_state", "phase_action.py"), encoding="utf-8").read()
-            assert "except transaction.PhaseFailed" in text
+            assert "except transaction.PhaseFailed" in text and "except Exception" in text
+            # an argument of another shape is refused by the phase's spec (tests/unit/test_phase_action_types.py)
+            assert "args, problems = check(spec, own)" in text
+            return
         assert "except (KeyError, TypeError, ValueError" in text  # an argument of another shape: a sentence
         return
     main = next(node for node in tree.body if isinstance(node, ast.FunctionDef) and node.name == "main")

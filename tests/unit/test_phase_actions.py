@@ -1,8 +1,9 @@
 """The role's phase actions (sglang_runtime_install, sglang_deploy, sglang_proof, sglang_rescue; their shared base
-lib/sglang_state/phase_action.py): each phase takes the options it reads (the action's PHASE_OPTIONS) and refuses any
-other, and a missing required one, by name before anything runs; an error raised inside a phase whose options passed
-is the phase's defect (its traceback kept for -vvv), not the caller's mistake. Every call the role makes passes only
-what its phase takes, and each action's library/ file documents exactly its table."""
+lib/sglang_state/phase_action.py): each phase takes the options it reads (the action's PHASE_OPTIONS, typed by its
+library/ documentation: the action's SPECS) and refuses any other, a missing required one and a wrong-typed value
+(tests/unit/test_phase_action_types.py) by name before anything runs; an error raised inside a phase whose options
+passed is the phase's defect (its traceback kept for -vvv), not the caller's mistake. Every call the role makes
+passes only what its phase takes, and each action's library/ file documents exactly its table."""
 
 import glob
 import importlib.util
@@ -14,7 +15,6 @@ from unittest.mock import MagicMock
 import pytest
 import yaml
 from ansible.errors import AnsibleConnectionFailure
-from sglang_state.phase_action import refused
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -38,7 +38,7 @@ PHASE_FUNCTIONS = {
     **{phase: ("sglang_proof", ACTIONS["sglang_proof"].transaction_proof, phase)
        for phase in ("observe", "decide", "prove", "record")},
     **{phase: ("sglang_rescue", ACTIONS["sglang_rescue"].transaction_rescue, phase)
-       for phase in ("look", "rescue", "end")},
+       for phase in ACTIONS["sglang_rescue"].PHASE_OPTIONS},
 }
 CHANGED_RUN = dict(deploy.transaction.new_run(), changed_this_run=True, run_backup="b1")
 
@@ -91,10 +91,26 @@ def calls(monkeypatch):
     return noted
 
 
+def valid(option):
+    """A value of the option's type (its required suboptions filled in)."""
+    kind = option.get("type", "str")
+    if kind == "dict":
+        return {name: valid(sub) for name, sub in option.get("options", {}).items() if sub.get("required")}
+    return {"list": [], "int": 1, "float": 1.0, "bool": False, "raw": {}}.get(kind, "x")
+
+
+def _spec(phase):
+    return _owner(phase).ActionModule.SPECS[phase]
+
+
 def _given(phase, leave_out=()):
-    """Every required option of the phase (a placeholder value), less leave_out."""
-    return dict({name: {} for name, required in _options(phase).items()
-                 if required and name not in leave_out}, phase=phase)
+    """Every required option of the phase (a value of its type), less leave_out."""
+    return dict({name: valid(option) for name, option in _spec(phase).items()
+                 if option.get("required") and name not in leave_out}, phase=phase)
+
+
+def _required(phase):
+    return ", ".join(sorted(name for name, option in _spec(phase).items() if option.get("required")))
 
 
 def test_a_phase_that_begins_a_run_notes_when_and_the_others_carry_it(calls):
@@ -109,12 +125,14 @@ def test_a_phase_that_begins_a_run_notes_when_and_the_others_carry_it(calls):
     assert "began" not in calls[-1][1][2]  # a carried run without one gets none
 
 
-def test_the_actions_split_the_phases_and_each_declares_its_options_to_ansible():
+def test_the_actions_split_the_phases_and_each_phase_has_one_spec_of_what_it_takes():
     assert [phase for name in NAMES for phase in ACTIONS[name].PHASE_OPTIONS] == list(PHASE_FUNCTIONS)
     for name in NAMES:
         action = ACTIONS[name].ActionModule
-        taken = set().union(*(set(options) for options in ACTIONS[name].PHASE_OPTIONS.values()))
-        assert action._VALID_ARGS == taken | ({"phase"} if name != "sglang_runtime_install" else set()), name
+        for phase, options in ACTIONS[name].PHASE_OPTIONS.items():
+            assert set(action.SPECS[phase]) == set(options), (name, phase)
+            assert all(action.SPECS[phase][option].get("type") for option in options), (name, phase)
+        assert not action._VALID_ARGS  # the spec is the one check: no second list of names for Ansible's
         assert action.NAME == name
 
 
@@ -125,8 +143,8 @@ def test_an_unknown_option_is_refused_by_name_and_nothing_runs(calls, phase, typ
     result = _run(dict(_given(phase), run=CHANGED_RUN, **{typo: 1}) if phase != "install"
                   else dict(_given(phase), **{typo: 1}))
     takes = ", ".join(sorted(_options(phase)))
-    assert result["msg"] == "%s: unknown option '%s'; %s takes: %s" % (
-        _where(phase), typo, "it" if phase == "install" else "phase " + phase, takes)
+    assert result["msg"] == "%s: unknown option '%s'; %s takes: %s; requires: %s" % (
+        _where(phase), typo, "it" if phase == "install" else "phase " + phase, takes, _required(phase))
     assert result["failed"] and result["changed"] is False and calls == []
     # the run the phase before left stays in the result: the role's rescue reads it
     assert result["run"]["changed_this_run"] is (phase != "install"), result["run"]
@@ -137,7 +155,8 @@ def test_the_start_phase_lists_what_it_takes():
     assert result["msg"] == (
         "sglang_deploy (phase start): unknown option 'recrod'; phase start takes: common, context_target, etc_dir, "
         "etc_group, files, files_changed, host, multinode, nodes, order, rank0, record, run, server, service, "
-        "state_manifest, store, wait")
+        "state_manifest, store, wait; requires: files, files_changed, host, multinode, service, state_manifest, "
+        "store, wait")
 
 
 def test_an_unknown_key_in_common_and_common_where_none_is_taken_are_refused(calls):
@@ -160,20 +179,25 @@ def test_an_unknown_key_in_common_and_common_where_none_is_taken_are_refused(cal
 
 
 def test_a_missing_required_option_is_named_whether_own_or_from_common(calls):
-    common = {name: {} for name in deploy.DEPLOY_COMMON if name != "wait"}
+    common = {name: valid(_spec("start")[name]) for name in deploy.DEPLOY_COMMON if name != "wait"}
     result = _run({"phase": "start", "common": common, "files_changed": False, "run": CHANGED_RUN})
-    assert result["msg"] == ("sglang_deploy (phase start): missing required option 'wait'; phase start requires: "
-                             "files, files_changed, host, multinode, service, state_manifest, store, wait")
+    assert result["msg"].startswith("sglang_deploy (phase start): missing required arguments: wait; phase start "
+                                    "takes: common, ")
+    assert result["msg"].endswith("; requires: files, files_changed, host, multinode, service, state_manifest, "
+                                  "store, wait")
     assert result["failed"] and result["changed"] is False and result["run"]["run_backup"] == "b1"
     result = _run(_given("prove", leave_out=("limit", "smoke")))
-    assert result["msg"].startswith("sglang_proof (phase prove): missing required options 'limit', 'smoke'; ")
+    assert result["msg"].startswith("sglang_proof (phase prove): missing required arguments: limit, smoke; ")
     result = _run(_given("install", leave_out=("check",)))
-    assert result["msg"].startswith("sglang_runtime_install: missing required option 'check'; it requires: ")
+    assert result["msg"].startswith("sglang_runtime_install: missing required arguments: check; it takes: ")
+    # a required suboption too, named with where it is
+    result = _run(dict(_given("render"), store={"keep": 3}))
+    assert result["msg"].startswith("sglang_deploy (phase render): missing required arguments: dir found in store; ")
     assert calls == []
 
 
 def test_common_merges_under_the_tasks_own_and_each_phase_gets_only_its_arguments(calls):
-    common = {name: "common" for name in deploy.DEPLOY_COMMON}
+    common = {name: valid(_spec("start")[name]) for name in deploy.DEPLOY_COMMON}
     result = _run({"phase": "start", "common": common, "files_changed": True, "host": "own", "run": CHANGED_RUN})
     assert not result.get("failed"), result
     (phase, (_executor, args, run)), = calls
@@ -187,15 +211,17 @@ def test_calibrate_gets_a_replan_of_its_plan_inputs_and_a_part_missing_is_the_ta
     assert "plan_inputs" not in args and callable(args["replan"])
     result = _run(dict(given, plan_inputs={"knobs": {}, "measured": {}, "gpus": {}}))
     assert result["failed"] and len(calls) == 1
-    assert result["msg"].startswith("sglang_deploy (phase calibrate): an argument is of the wrong kind"), result
-    assert result["msg"].endswith("KeyError: 'calibrations'")
+    assert result["msg"].startswith("sglang_deploy (phase calibrate): missing required arguments: calibrations found "
+                                    "in plan_inputs; "), result
 
 
 def test_a_common_or_run_that_is_not_a_mapping_is_said(calls):
-    result = _run(dict(_given("verify"), common="host=n0"))
+    result = _run(dict(_given("verify"), common="host=n0"))  # Ansible would read it as {host: n0}: refused
     assert result["failed"] and calls == []
-    assert result["msg"].startswith("sglang_deploy (phase verify): an argument is of the wrong kind (common and run "
-                                    "are mappings"), result
+    assert result["msg"].startswith("sglang_deploy (phase verify): 'common' is a string, not a mapping; "), result
+    result = _run(dict(_given("verify"), run=["changed_this_run"]))
+    assert result["msg"].startswith("sglang_deploy (phase verify): 'run' is a list, not a mapping; "), result
+    assert result["run"] == deploy.transaction.new_run() and calls == []
 
 
 @pytest.mark.parametrize("phase", ["verify", "rescue"])
@@ -276,8 +302,15 @@ def _common_keys(value, role_vars):
 
 
 def _refused(name, args, common):
-    own = {key: value for key, value in args.items() if key != "phase"}
-    return refused(name, ACTIONS[name].PHASE_OPTIONS, args["phase"], own, common)
+    """What a call of the role passes that its phase's spec would refuse by name: an unknown option (its own or in
+    common), a required one given neither way. The values are templates here: their types are checked where they
+    are rendered (tests/unit/test_phase_action_types.py)."""
+    spec = ACTIONS[name].ActionModule.SPECS[args["phase"]]
+    own = {key for key in args if key != "phase"}
+    inside = set(common) if "common" in spec else set()
+    unknown = sorted("'%s'" % key for key in own | inside if key not in spec)
+    missing = sorted("'%s'" % key for key, option in spec.items() if option.get("required") and key not in own | inside)
+    return "unknown option %s; missing %s" % (", ".join(unknown), ", ".join(missing)) if unknown or missing else None
 
 
 def test_every_call_the_role_makes_passes_what_its_phase_takes():
@@ -301,7 +334,8 @@ def test_the_documentation_holds_exactly_the_options_the_phases_take(name):
     documented = yaml.safe_load(DOCS[name].DOCUMENTATION)
     table = ACTIONS[name].PHASE_OPTIONS
     assert documented["module"] == name
-    assert set(documented["options"]) == ACTIONS[name].ActionModule._VALID_ARGS
+    taken = set().union(*(set(options) for options in table.values()))
+    assert set(documented["options"]) == taken | ({"phase"} if len(table) > 1 else set())
     if len(table) > 1:
         assert documented["options"]["phase"]["choices"] == list(table)
     assert any("refuses any other" in line for line in documented["description"])
