@@ -68,7 +68,10 @@ def documented_options(action_file, name):
     for folder in ("library", "modules"):
         path = os.path.realpath(os.path.join(here, os.pardir, folder, name + ".py"))
         if os.path.isfile(path):
-            return read_docstring(path)["doc"]["options"]
+            documented = read_docstring(path)["doc"]  # None when its DOCUMENTATION does not parse
+            if not isinstance(documented, dict) or not isinstance(documented.get("options"), dict):
+                raise ValueError("the documentation of the action %s (%s) has no options that parse" % (name, path))
+            return documented["options"]
     raise FileNotFoundError("the documentation of the action %s (library/%s.py) is not beside %s" % (name, name, here))
 
 

@@ -153,6 +153,14 @@ def test_probe6_d5_an_option_the_documentation_lacks_is_the_actions_defect_when_
         phase_action.documented_options(os.path.join(REPO, "action_plugins", "sglang_proof.py"), "sglang_nothing")
 
 
+def test_probe6_d5_documentation_that_does_not_parse_is_said_with_its_file(tmp_path):
+    (tmp_path / "action_plugins").mkdir()
+    (tmp_path / "library").mkdir()
+    (tmp_path / "library" / "sglang_x.py").write_text('DOCUMENTATION = r"""\nmodule: [unclosed\n"""\n')
+    with pytest.raises(ValueError, match="the documentation of the action sglang_x .*sglang_x.py. has no options"):
+        phase_action.documented_options(str(tmp_path / "action_plugins" / "sglang_x.py"), "sglang_x")
+
+
 PLAY = """
 - name: A phase action with hostile values
   hosts: localhost
