@@ -254,7 +254,19 @@ def _write(folder, record):
 
 
 def _guarded(folder, doing):
-    return held(os.path.join(folder, GUARD), doing, timeout=30.0)
+    """The short flock around each read-decide-write. The guard file is truncated when taken, so one with another
+    name for the same file (a hard link left from before the folder was safe) or another owner (who could hold its
+    flock for good) is refused, not used; the folder is safe by now, so no one can plant one after this look."""
+    guard = os.path.join(folder, GUARD)
+    try:
+        status = os.lstat(guard)
+    except FileNotFoundError:
+        status = None
+    if status and stat.S_ISREG(status.st_mode) and (status.st_nlink != 1 or status.st_uid != os.geteuid()):
+        raise LeaseError("sglang_run_lock: the run lock's guard %s has %d names (hard links) and belongs to %s: "
+                         "the run lock makes it itself, one name, its own. Move it away and run again"
+                         % (guard, status.st_nlink, _user(status.st_uid)))
+    return held(guard, doing, timeout=30.0)
 
 
 def _try(folder, run_id, holder, lease, take_over, check):

@@ -126,3 +126,22 @@ def test_a_record_bigger_than_the_run_lock_reads_back_is_refused_before_it_is_wr
     with pytest.raises(LeaseError, match="would be .* bytes.*shorten the play's name"):
         acquire(str(lockdir), "ctl-a:1:1", {"play": "P" * (5 * 1024 * 1024)}, wait=0, lease=60)
     assert not (lockdir / ".run-lock.json").exists()
+
+
+def test_probe6_d2_a_hard_link_at_the_guard_is_refused_never_truncated(lockdir, tmp_path):
+    victim = tmp_path / "victim.txt"
+    victim.write_text("victim\n")
+    os.link(victim, lockdir / ".run-lock")  # the guard is truncated when taken
+    with pytest.raises(LeaseError, match=r"guard .*\.run-lock has 2 names .*Move it away"):
+        acquire(str(lockdir), "ctl-a:1:1", {"play": "first"}, wait=0, lease=60)
+    with pytest.raises(LeaseError, match="has 2 names"):
+        lease_mod.release(str(lockdir), "ctl-a:1:1")
+    assert victim.read_text() == "victim\n" and not (lockdir / ".run-lock.json").exists()
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="giving a file to another user needs root")
+def test_probe6_d3_a_guard_of_another_user_is_refused_not_used(lockdir):
+    (lockdir / ".run-lock").write_text("")
+    os.chown(lockdir / ".run-lock", 65534, 65534)  # that user could hold its flock for good
+    with pytest.raises(LeaseError, match=r"belongs to uid 65534"):
+        acquire(str(lockdir), "ctl-a:1:1", {"play": "first"}, wait=0, lease=60)
