@@ -76,8 +76,11 @@ def documented_options(action_file, name):
 
 
 def argument_spec(documented):
-    """One option's documentation as Ansible's argument spec: its type, elements and choices, its suboptions."""
-    spec = {key: documented[key] for key in SPEC_KEYS if key in documented}
+    """One option's documentation as Ansible's argument spec: its type, elements and choices, its suboptions. A path
+    is checked as a string: Ansible's path type expands ~ and $VARS, which here would be the controller's, and the
+    path is the host's (the module that reads it expands it there, as before)."""
+    spec = {key: "str" if key in ("type", "elements") and documented[key] == "path" else documented[key]
+            for key in SPEC_KEYS if key in documented}
     if "suboptions" in documented:
         spec["options"] = {name: dict(argument_spec(option), required=bool(option.get("required")))
                            for name, option in documented["suboptions"].items()}
@@ -135,7 +138,10 @@ def _shape(wanted, option, value, name, context):
 
 
 def _as_given(given, typed):
-    """The validator's typed values, only where the task gave one (Ansible fills a suboption not given with None)."""
+    """The validator's typed values, only where the task gave one (Ansible fills a suboption not given with None), and
+    None where the task gave None (Ansible's str type turns it into '')."""
+    if given is None:
+        return None
     if isinstance(given, dict) and isinstance(typed, dict):
         return {key: _as_given(value, typed.get(key, value)) for key, value in given.items()}
     if isinstance(given, list) and isinstance(typed, list) and len(given) == len(typed):

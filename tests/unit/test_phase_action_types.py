@@ -22,7 +22,7 @@ HOSTILE_PATH = "/tmp/probe6/a/../../x"
 WRONG = {"dict": HOSTILE_PATH, "list": HOSTILE_PATH, "str": ["a"], "path": ["a"], "int": {"a": 1},
          "float": ["1.5"], "bool": {"b": 1}}
 SAID = {"dict": "is a string, not a mapping", "list": "is a string, not a list", "str": "is a list, not a str",
-        "path": "is a list, not a path", "int": "is a mapping, not a int", "float": "is a list, not a float",
+        "path": "is a list, not a str", "int": "is a mapping, not a int", "float": "is a list, not a float",
         "bool": "is a mapping, not a bool"}
 
 
@@ -126,6 +126,17 @@ def test_probe6_d5_values_ansible_converts_reach_the_phase_converted_and_nothing
     # the suboptions not given stay out (Ansible's validator fills them with None): the phase reads its defaults
     assert args["store"] == {"dir": "/var/b", "keep": 5} and args["wait"] == {"url": "http://h", "timeout": 600}
     assert args["files"] == [{"src": "u.j2", "dest": "/etc/u", "mode": "0644"}]
+
+
+def test_probe6_d5_a_path_reaches_the_phase_as_written_and_none_stays_none(calls, monkeypatch):
+    """A path is the host's: not expanded with the controller's HOME or variables (Ansible's path type would)."""
+    monkeypatch.setenv("HOME", "/controller/home")
+    monkeypatch.setenv("RUNTIMES", "/controller/runtimes")
+    given = dict(_given("install"), dir="~sglang/runtimes", home="~", wheels_dir="$RUNTIMES/wheels", cuda_home=None)
+    assert not _run(given).get("failed")
+    (_phase, (_executor, args)), = calls  # the install takes no run
+    assert (args["dir"], args["home"], args["wheels_dir"]) == ("~sglang/runtimes", "~", "$RUNTIMES/wheels")
+    assert args["cuda_home"] is None  # Ansible's str type would make it ''
 
 
 def test_probe6_d5_a_refusal_keeps_the_run_and_names_every_problem_at_once(calls):
