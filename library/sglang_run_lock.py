@@ -26,10 +26,14 @@ module: sglang_run_lock
 short_description: Take, renew or release the host's run lock (one ansible-playbook run at a time changes the host)
 description:
   - A lease record in C(dir) naming the run that holds it (run id, play, controller host, pid, user, start time,
-    the host's boot id). Taking it again with the same run id renews it, across the driver's reboot too.
+    the host's boot id and uptime at the renewal). Taking it again with the same run id renews it, across the
+    driver's reboot too.
   - A second run waits up to C(wait) seconds, then fails with a sentence naming the holder.
-  - A record not renewed for C(lease) seconds, or the run named by C(take_over), is stale and is taken over; the new
-    record names the run it replaced (C(took_over)), whose release then fails, naming the run that took it.
+  - A record not renewed for C(lease) seconds (timed on the host's uptime clock, so a wall clock jump takes no live
+    run's lock), or the run named by C(take_over), is stale and is taken over; the new record names the run it
+    replaced (C(took_over)), whose release then fails, naming the run that took it. A renewal time that is not a
+    finite number, or one far in the future, is stale too, never held for good.
+  - A record it did not write (not JSON, no run id, over 4 MiB) is refused by name, never taken as no lock.
   - Never reports changed, the lock's own record is not a change of the host's state (a re-run stays changed=0).
   - The action plugin of the same name fills C(run_id) and C(holder) from the controller; call it, not this
     module, from a play.
