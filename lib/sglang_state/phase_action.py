@@ -155,7 +155,8 @@ def check(spec, own):
     the phase's own (an unknown one named as in common)."""
     common = own.get("common") if "common" in spec and isinstance(own.get("common"), dict) else {}
     given = dict(common, **own)
-    problems = misshapen(spec, given)
+    shared = {key: option for key, option in spec.items() if key in common and key not in own}
+    problems = misshapen(spec, own) + misshapen(shared, common, ("common",))
     if problems:
         return None, problems
     result = ArgumentSpecValidator(spec).validate(given)

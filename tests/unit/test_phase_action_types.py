@@ -13,7 +13,7 @@ from unittest.mock import MagicMock
 
 import pytest
 from sglang_state import phase_action
-from test_phase_actions import ACTIONS, PHASE_FUNCTIONS, _action, _given, _run, _where
+from test_phase_actions import ACTIONS, PHASE_FUNCTIONS, _action, _given, _run, _spec, _where
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 HOSTILE_PATH = "/tmp/probe6/a/../../x"
@@ -113,6 +113,23 @@ def test_probe6_d5_a_value_ansible_cannot_convert_or_a_wrong_suboption_is_refuse
     result = _run(args)
     _refused_before_anything_ran(result, phase, calls)
     assert said in result["msg"], result["msg"]
+
+
+@pytest.mark.parametrize("phase", ["render", "start", "calibrate", "verify"])
+def test_probe6_d5_a_wrong_typed_value_in_common_is_refused_naming_common(calls, phase):
+    """The role passes most of the deploy's options in common (vars/main.yml's _sglang_deploy)."""
+    given = _given(phase)
+    common = {key: given.pop(key) for key in list(given) if key in ACTIONS["sglang_deploy"].DEPLOY_COMMON}
+    common.update(files=HOSTILE_PATH, multinode=["yes"])
+    result = _run(dict(given, common=common, **({} if phase == "render" else {"run": {}})))
+    _refused_before_anything_ran(result, phase, calls)
+    assert "'files' in 'common' is a string, not a list" in result["msg"], result["msg"]
+    if "multinode" in _spec(phase):
+        assert "'multinode' in 'common' is a list, not a bool" in result["msg"], result["msg"]
+    # the task's own value goes over common's, and only its own is checked
+    result = _run(dict(given, common=dict(common, multinode=False), files=[], **(
+        {} if phase == "render" else {"run": {}})))
+    assert not result.get("failed"), result
 
 
 def test_probe6_d5_values_ansible_converts_reach_the_phase_converted_and_nothing_added(calls):
