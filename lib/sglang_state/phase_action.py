@@ -41,6 +41,7 @@ display = Display()
 # What an argument spec keeps of an option's documentation (suboptions become its options, as in a module's spec)
 SPEC_KEYS = ("type", "elements", "choices")
 CONTAINERS = {"dict": (dict, "a mapping"), "list": (list, "a list")}
+SCALARS = {"str": "a string", "int": "an integer", "float": "a number", "bool": "a boolean"}
 # How much of a failed module's stderr and stdout its message keeps (the end, where the error is)
 OUTPUT_LIMIT = 2000
 
@@ -125,8 +126,8 @@ def _shape(wanted, option, value, name, context):
     if wanted == "raw":
         return []
     if wanted not in CONTAINERS:
-        return [] if _kind(value) not in ("a mapping", "a list") else ["%s is %s, not a %s" % (where, _kind(value),
-                                                                                                wanted)]
+        wrong = isinstance(value, (dict, list))
+        return ["%s is %s, not %s" % (where, _kind(value), SCALARS.get(wanted, wanted))] if wrong else []
     python, said = CONTAINERS[wanted]
     if not isinstance(value, python):
         return ["%s is %s, not %s" % (where, _kind(value), said)]

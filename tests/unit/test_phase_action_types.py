@@ -21,9 +21,9 @@ HOSTILE_PATH = "/tmp/probe6/a/../../x"
 # boolean (the probe's shapes)
 WRONG = {"dict": HOSTILE_PATH, "list": HOSTILE_PATH, "str": ["a"], "path": ["a"], "int": {"a": 1},
          "float": ["1.5"], "bool": {"b": 1}}
-SAID = {"dict": "is a string, not a mapping", "list": "is a string, not a list", "str": "is a list, not a str",
-        "path": "is a list, not a str", "int": "is a mapping, not a int", "float": "is a list, not a float",
-        "bool": "is a mapping, not a bool"}
+SAID = {"dict": "is a string, not a mapping", "list": "is a string, not a list", "str": "is a list, not a string",
+        "path": "is a list, not a string", "int": "is a mapping, not an integer", "float": "is a list, not a number",
+        "bool": "is a mapping, not a boolean"}
 
 
 @pytest.fixture
@@ -74,7 +74,7 @@ def test_probe6_d5_a_wrong_typed_value_is_refused_by_name_and_nothing_runs(calls
     ([HOSTILE_PATH], "'files[0]' is a string, not a mapping"),
     # Ansible would read 'src=a' as a mapping: refused as a string all the same
     (["src=a dest=b mode=0644"], "'files[0]' is a string, not a mapping"),
-    ([{"src": ["a"], "dest": "/etc/x", "mode": "0644"}], "'src' in 'files[0]' is a list, not a str"),
+    ([{"src": ["a"], "dest": "/etc/x", "mode": "0644"}], "'src' in 'files[0]' is a list, not a string"),
     ([{"dest": "/etc/x", "mode": "0644"}], "missing required arguments: src found in files"),
     ([{"src": "a", "dest": "/etc/x", "mode": "0644", "owner": "me"}], "unknown option 'owner' (in files)"),
 ])
@@ -97,7 +97,7 @@ def test_probe6_d5_the_rendered_files_are_typed_deep_in_the_phases_that_render(c
                                                             "we were unable to convert to int"),
     ("start", {"wait": {"url": "http://h", "timeout": "soon"}}, "argument 'timeout' is of type str found in 'wait'."),
     ("restore", {"runtimes": {"dir": "/opt/r"}}, "missing required arguments: names found in runtimes"),
-    ("restore", {"files": [{"dest": "/etc/x"}]}, "'files[0]' is a mapping, not a str"),
+    ("restore", {"files": [{"dest": "/etc/x"}]}, "'files[0]' is a mapping, not a string"),
     ("calibrate", {"plan_inputs": {"knobs": {}, "measured": {}, "gpus": [], "calibrations": {}}},
      "'gpus' in 'plan_inputs' is a list, not a mapping"),
     ("install", {"kernel_wheels": ["flashinfer.whl"]}, "'kernel_wheels[0]' is a string, not a mapping"),
@@ -125,7 +125,7 @@ def test_probe6_d5_a_wrong_typed_value_in_common_is_refused_naming_common(calls,
     _refused_before_anything_ran(result, phase, calls)
     assert "'files' in 'common' is a string, not a list" in result["msg"], result["msg"]
     if "multinode" in _spec(phase):
-        assert "'multinode' in 'common' is a list, not a bool" in result["msg"], result["msg"]
+        assert "'multinode' in 'common' is a list, not a boolean" in result["msg"], result["msg"]
     # the task's own value goes over common's, and only its own is checked
     result = _run(dict(given, common=dict(common, multinode=False), files=[], **(
         {} if phase == "render" else {"run": {}})))
@@ -160,14 +160,14 @@ def test_probe6_d5_a_refusal_keeps_the_run_and_names_every_problem_at_once(calls
     run = {"changed_this_run": True, "run_backup": "b1"}
     result = _run(dict(_given("verify"), run=run, host=["n0"], nodes="n0", wiat=3))
     _refused_before_anything_ran(result, "verify", calls)
-    assert "'host' is a list, not a str" in result["msg"] and "'nodes' is a string, not a mapping" in result["msg"]
+    assert "'host' is a list, not a string" in result["msg"] and "'nodes' is a string, not a mapping" in result["msg"]
     assert result["run"]["run_backup"] == "b1" and result["run"]["changed_this_run"] is True
 
 
 def test_probe6_d5_the_secret_values_never_appear_in_a_refusal(calls):
     result = _run(dict(_given("look"), run={}, api_key=["sk-very-secret"], store="sk-other-secret=1"))
     _refused_before_anything_ran(result, "look", calls)
-    assert "'api_key' is a list, not a str" in result["msg"]
+    assert "'api_key' is a list, not a string" in result["msg"]
     assert "sk-very-secret" not in str(result) and "sk-other-secret" not in str(result)
 
 
