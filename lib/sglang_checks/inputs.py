@@ -31,6 +31,13 @@ PLAYBOOK_VARIABLES = {
     "sglang_serial": "site.yml's batch size",
     "sglang_rollback_to": "playbooks/rollback.yml's entry",
     "sglang_rollback_list": "playbooks/rollback.yml's listing switch",
+    "sglang_monitoring_dir": "playbooks/monitoring.yml's folder on the controller",
+    "sglang_monitoring_host": "playbooks/monitoring.yml's Prometheus host",
+    "sglang_monitoring_remote_dir": "playbooks/monitoring.yml's folder on the Prometheus host",
+    "sglang_monitoring_scrape_interval_s": "playbooks/monitoring.yml's scrape interval",
+    "sglang_levers_prometheus_url": "playbooks/levers.yml's Prometheus",
+    "sglang_levers_window": "playbooks/levers.yml's window of traffic",
+    "sglang_levers_step_s": "playbooks/levers.yml's sampling step",
 }
 SECRET_WORDS = ("api_key", "token", "password", "secret")
 # Names Ansible itself sets on every host: never a misspelled knob.

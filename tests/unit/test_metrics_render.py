@@ -3,6 +3,7 @@ numbers as recording rules, the dashboard's panels from the same table as the al
 
 import json
 
+import pytest
 import yaml
 from sglang_metrics import catalog, render, targets
 
@@ -41,8 +42,9 @@ def test_only_rank_0_of_a_server_across_nodes_is_scraped():
     assert render.file_sd(servers)[0]["targets"] == ["[fd00::1]:30000"]
 
 
-def test_a_server_without_metrics_is_left_out_with_how_to_turn_them_on():
-    servers, notes = targets.server_targets({"ct200": host([], sglang_metrics=False)}, {}, default)
+@pytest.mark.parametrize("off", [False, "false", "no"])
+def test_a_server_without_metrics_is_left_out_with_how_to_turn_them_on(off):
+    servers, notes = targets.server_targets({"ct200": host([], sglang_metrics=off)}, {}, default)
     assert servers == []
     assert "sglang_metrics is false" in notes[0] and "sglang_metrics: true" in notes[0]
 
