@@ -181,6 +181,17 @@ def test_probe6_d5_an_option_the_documentation_lacks_is_the_actions_defect_when_
         phase_action.documented_options(os.path.join(REPO, "action_plugins", "sglang_proof.py"), "sglang_nothing")
 
 
+def test_probe6_d5_the_documentation_is_found_in_the_collections_layout_too(tmp_path):
+    """plugins/action/<name>.py beside plugins/modules/<name>.py (tests/collection/build.sh's layout)."""
+    for folder in ("action", "modules"):
+        (tmp_path / "plugins" / folder).mkdir(parents=True)
+    source = open(os.path.join(REPO, "library", "sglang_proof.py"), encoding="utf-8").read()
+    (tmp_path / "plugins" / "modules" / "sglang_proof.py").write_text(source)
+    found = phase_action.documented_options(str(tmp_path / "plugins" / "action" / "sglang_proof.py"), "sglang_proof")
+    assert found == phase_action.documented_options(os.path.join(REPO, "action_plugins", "sglang_proof.py"),
+                                                    "sglang_proof")
+
+
 def test_probe6_d5_documentation_that_does_not_parse_is_said_with_its_file(tmp_path):
     (tmp_path / "action_plugins").mkdir()
     (tmp_path / "library").mkdir()
