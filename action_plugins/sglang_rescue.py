@@ -1,6 +1,7 @@
 """Action: the rescue's phases on this host (lib/sglang_state/transaction_rescue.py): look (the journal, the
 server's health, the backup store), then rescue (the decision of lib/sglang_state/rescue.py for the whole server:
-the restore or the stop, and the run's message; always failed).
+the restore or the stop; without a restore it fails with the run's message), and after a restore and its proof, end
+(the proof recorded, the run's message; always failed).
 
 Plain Python over the executor of lib/sglang_state/phase_action.py. Its documentation is library/sglang_rescue.py
 (ansible-doc sglang_rescue).
@@ -22,6 +23,7 @@ from sglang_state.phase_action import PhaseAction, documented_options, phase_spe
 PHASE_OPTIONS = {
     "look": takes("service url store files", "api_key"),
     "rescue": takes("failure nodes host rank0 rollback_on_failure service restore", "failed_in api_key versions"),
+    "end": takes("said rank0 store files", "proved api_key"),
 }
 
 
@@ -32,5 +34,5 @@ class ActionModule(PhaseAction):
     SPECS = phase_specs(NAME, documented_options(__file__, NAME), PHASE_OPTIONS)
 
     def run_phase(self, phase, executor, args, run):
-        phases = {"look": transaction_rescue.look, "rescue": transaction_rescue.rescue}
+        phases = {"look": transaction_rescue.look, "rescue": transaction_rescue.rescue, "end": transaction_rescue.end}
         return phases[phase](executor, args, run)

@@ -7,16 +7,20 @@ from __future__ import annotations
 DOCUMENTATION = r"""
 ---
 module: sglang_rescue
-short_description: One phase of the rescue of a failed SGLang deploy or proof (look, rescue)
+short_description: One phase of the rescue of a failed SGLang deploy or proof (look, rescue, end)
 description:
   - The one rescue of roles/sglang (main.yml's, over the deploy and the proof) in Python
-    (lib/sglang_state/transaction_rescue.py), in two phases so that a server across nodes decides as one.
+    (lib/sglang_state/transaction_rescue.py), in phases so that a server across nodes decides and proves as one.
   - C(look) reads the journal's last lines (the key redacted), whether the server answers C(/health_generate), and
     the backup store.
   - C(rescue) takes every node's look and decides for the server (lib/sglang_state/rescue.py) - put the last proven
-    state back (the restore of sglang_deploy, its runtime checked first), stop SGLang, or leave it - and fails with
-    one sentence, what was done, and the journal's last lines. docs/when-things-go-wrong.md lists what each failure
-    leaves behind.
+    state back (the restore of sglang_deploy, its runtime checked first), stop SGLang, or leave it. Without a
+    restore it fails with one sentence, what was done, and the journal's last lines. After a restore it returns
+    C(said) and C(proof), the proof roles/sglang/tasks/rescue.yml runs with sglang_proof's C(prove) phase (the check
+    at least, as a rollback proves its restore). docs/when-things-go-wrong.md lists what each failure leaves behind.
+  - C(end) reads rank 0's proof of the restored state; a passed one is recorded in the backup store (the entry's
+    proof time moves forward) and lets the replica rejoin its routers. It fails with the run's message, which says
+    whether the restored state proved.
   - An action plugin; it runs modules on the host.
   - Each phase takes only the options it reads (the table PHASE_OPTIONS in the action), each of the type documented
     here (suboptions included); it refuses any other option, a missing required one, and a value of the wrong type
@@ -31,16 +35,16 @@ options:
     description: The phase to run.
     type: str
     required: true
-    choices: [look, rescue]
+    choices: [look, rescue, end]
   run:
     description: The deploy's C(run) (sglang_deploy's), what this run did to the host so far.
     type: dict
   files:
-    description: C(look) - the service's files' paths (the store's entries are read for them).
+    description: C(look), C(end) - the service's files' paths (the store's entries are read for them).
     type: list
     elements: str
   store:
-    description: C(look) - the backup store.
+    description: C(look), C(end) - the backup store.
     type: dict
     suboptions:
       dir:
@@ -57,7 +61,7 @@ options:
     description: C(rescue) - this host's inventory name.
     type: str
   rank0:
-    description: C(rescue) - the server's rank-0 host.
+    description: C(rescue), C(end) - the server's rank-0 host.
     type: str
   nodes:
     description: C(rescue) - every node's C(look) result in this batch, by node (the server decides as one).
@@ -101,8 +105,16 @@ options:
     description: C(look) - the server's URL (for C(/health_generate)).
     type: str
   api_key:
-    description: C(look), C(rescue) - the server's API key (redacted from the journal; never returned).
+    description: C(look), C(rescue), C(end) - the server's API key (redacted from the journal; never returned).
     type: str
+  said:
+    description: C(end) - the C(said) the C(rescue) phase returned after its restore (its decision and what the
+      run's message says).
+    type: dict
+  proved:
+    description: C(end) - rank 0's result of sglang_proof's C(prove) phase run on the restored state; null when
+      rank 0 ran none.
+    type: dict
   failure:
     description: C(rescue) - the failure's sentence.
     type: str
@@ -144,8 +156,19 @@ store:
     read).
   returned: look
   type: dict
+said:
+  description: C(rescue) after a restore - the decision and what the run's message says (without the key), for
+    C(end).
+  returned: rescue, after a restore
+  type: dict
+proof:
+  description: C(rescue) after a restore - the proof of the restored state, C(planned) (sglang_proof's) and
+    C(smoke) (what replaces the role's smoke arguments - the entry's own target).
+  returned: rescue, after a restore
+  type: dict
 run:
-  description: The C(run) it was given, as it stands; C(rescue) always fails, its C(msg) the run's message.
+  description: The C(run) it was given, as it stands; C(end), and C(rescue) without a restore, fail, their C(msg)
+    the run's message.
   returned: always
   type: dict
 """
