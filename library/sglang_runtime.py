@@ -35,10 +35,11 @@ description:
     it fails with a clear message when the runtime is gone.
   - C(state=prune) removes every runtime (and the legacy virtualenv) that neither C(keep), the live unit,
     any unit in the backup store, nor any running process names. A unit names every runtime that any word of any
-    of its C(Exec*) lines could start (module_utils/sglang_unit_exec.py), read as systemd reads it (its drop-ins in
-    C(<unit>.d/), an empty C(ExecStart=) resetting, the prefixes C(@) C(-) C(:) C(+) C(!) C(!!) C(|), quotes,
-    continued lines), wherever the word stands (after C(env A=1), C(numactl), C(nice), inside a C(sh -c) string,
-    an option's C(=) value, a C(PATH)), with C($VAR) and C(${VAR}) from its C(Environment=) and
+    of its C(Exec*) lines could start (module_utils/sglang_unit_exec.py), read as systemd reads it; its drop-ins
+    in C(<unit>.d/), and for a unit in systemd's folders theirs too (C(systemctl edit --runtime) writes to
+    C(/run/systemd/system)); an empty C(ExecStart=) resetting; the prefixes C(@) C(-) C(:) C(+) C(!) C(!!) C(|),
+    quotes, continued lines. A word counts wherever it stands (after C(env A=1), C(numactl), C(nice), inside a
+    C(sh -c) string, an option's C(=) value, a C(PATH)), with C($VAR) and C(${VAR}) from its C(Environment=) and
     C(EnvironmentFile=); its C(WorkingDirectory=) and its variables' values count too. A process names a runtime
     when a word of its command line is inside it. Every path is compared after C(realpath), folder by folder (a
     link to the runtimes folder, C(runtimes/current)). Nothing at all is pruned, with a warning, when a unit exists
@@ -549,19 +550,54 @@ def read_unit_file(path):
     return read_plain(path, follow=True)
 
 
-def unit_text(unit_path):
-    """The unit's text as systemd combines it: the file, then its drop-ins (<unit>.d/*.conf beside it, in name order,
-    as `systemctl edit` writes them). None when the unit file is absent; OSError (NotPlainFile) when it cannot be
-    read whole (a FIFO, over the size limit, unreadable)."""
+# Where systemd looks for a system unit and its drop-ins, most important first (systemd.unit(5), "Unit File Load
+# Path"): `systemctl edit --runtime` writes /run/systemd/system/<unit>.d/, a package /usr/lib/systemd/system/<unit>.d/.
+SYSTEM_UNIT_DIRS = ("/etc/systemd/system.control", "/run/systemd/system.control", "/run/systemd/transient",
+                    "/run/systemd/generator.early", "/etc/systemd/system", "/etc/systemd/system.attached",
+                    "/run/systemd/system", "/run/systemd/system.attached", "/run/systemd/generator",
+                    "/usr/local/lib/systemd/system", "/usr/lib/systemd/system", "/lib/systemd/system",
+                    "/run/systemd/generator.late")
+
+
+def drop_in_names(unit_name):
+    """The <name>.d folders whose drop-ins apply to a unit, most specific first: its own, its dashed prefixes'
+    (sglang-router.service: sglang-.service.d) and its type's (service.d)."""
+    stem, dot, kind = unit_name.rpartition(".")
+    if not dot:
+        return [unit_name + ".d"]
+    parts = stem.split("-")
+    prefixes = ["-".join(parts[:count]) + "-." + kind + ".d" for count in range(len(parts) - 1, 0, -1)]
+    return [unit_name + ".d"] + prefixes + [kind + ".d"]
+
+
+def drop_in_files(unit_path, search=SYSTEM_UNIT_DIRS):
+    """The drop-ins systemd applies to the unit, in its order (by file name): <unit>.d/*.conf beside it, and for a
+    unit in one of systemd's folders (search) the drop-ins of every one of them, its dashed prefixes' and its type's
+    too; a file name in a more important folder hides the same name in a later one."""
+    folder, name = os.path.split(os.path.abspath(unit_path))
+    folders = list(search) if folder in search else [folder]
+    found = {}
+    for where in folders:
+        for drop_ins in drop_in_names(name) if folder in search else [name + ".d"]:
+            path = os.path.join(where, drop_ins)
+            if os.path.isdir(path):
+                for entry in sorted(os.listdir(path)):
+                    if entry.endswith(".conf"):
+                        found.setdefault(entry, os.path.join(path, entry))
+    return [found[entry] for entry in sorted(found)]
+
+
+def unit_text(unit_path, search=SYSTEM_UNIT_DIRS):
+    """The unit's text as systemd combines it: the file, then its drop-ins (drop_in_files: <unit>.d/*.conf beside it,
+    as `systemctl edit` writes them, and systemd's other folders for a unit in one of them). None when the unit file
+    is absent; OSError (NotPlainFile) when it or a drop-in cannot be read whole (a FIFO, over the size limit,
+    unreadable)."""
     try:
         texts = [read_unit_file(unit_path).decode("utf-8", "replace")]
     except (FileNotFoundError, NotADirectoryError):  # no unit there (a store's own files are not entries)
         return None
-    drop_ins = unit_path + ".d"
-    if os.path.isdir(drop_ins):
-        for name in sorted(os.listdir(drop_ins)):
-            if name.endswith(".conf"):
-                texts.append(read_unit_file(os.path.join(drop_ins, name)).decode("utf-8", "replace"))
+    for path in drop_in_files(unit_path, search):
+        texts.append(read_unit_file(path).decode("utf-8", "replace"))
     return "\n".join(texts)
 
 

@@ -192,7 +192,7 @@ def scan_words(words, env, found, command=False, shell=False, depth=0):
         expanded, used = expand(word, env)
         if (command and depth == 0) or shell:
             found["used"].update(used)
-        for form in {word, expanded}:
+        for form in (word, expanded):
             found["paths"].update(path_pieces(form))
         if depth < NESTING and (PATH_SEPARATORS.search(expanded) or expanded != word):
             inner = split_words(expanded, shell=True)
