@@ -37,7 +37,7 @@ def _render(data, out):
     servers, server_notes = targets.server_targets(data.get("servers") or {}, data.get("plans") or {}, default)
     routers, router_notes = targets.router_targets(data.get("routers") or {}, default)
     try:
-        interval = int(data.get("interval_s") or 15)
+        interval = int(data.get("interval_s", 15))
     except (TypeError, ValueError):
         interval = 0
     if interval < 1:

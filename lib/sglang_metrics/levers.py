@@ -147,9 +147,9 @@ def analyse(server, window, spec, plan, planner, error_type):
     prompts = ("prompts p50 %s, p99 %s tokens (the longest %s) of the %s target"
                % (_bound(p50), _bound(p99), _bound(longest), _fmt(target))) if p99 is not None else "no prompt ended"
     planned_pool = int(plan["predicted_pool_tokens"])
-    of_pool = _fmt(pool) + ("" if pool == planned_pool else " (planned %s)" % _fmt(planned_pool))
+    of_pool = _fmt(pool) + " tokens" + ("" if pool == planned_pool else " (planned %s)" % _fmt(planned_pool))
     lines.append("%s: %s; %d running (the limit) in %d%% of %d samples, a queue in %d%%; the pool peaked at %d%% of "
-                 "its %s tokens" % (server, prompts, running, round(used["at_limit"] * 100), used["samples"],
+                 "its %s" % (server, prompts, running, round(used["at_limit"] * 100), used["samples"],
                                     round(used["queued"] * 100), round(used["pool_peak"] * 100), of_pool))
     lever = stressed(used, p99, target)
     if lever is None:
