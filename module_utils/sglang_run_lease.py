@@ -146,10 +146,11 @@ def _check_above(folder, above):
     me = os.geteuid()
     if status.st_uid not in (0, me):
         _refuse(folder, "lies in %s, owned by %s: that user could put another folder in its place" % (
-            above, _user(status.st_uid)), "choose an sglang_backup_dir whose folders are all owned by root")
+            shown(above), _user(status.st_uid)), "choose an sglang_backup_dir whose folders are all owned by root")
     if status.st_mode & 0o022 and not status.st_mode & stat.S_ISVTX:
         _refuse(folder, "lies in %s, mode %04o: any user could put another folder in its place" % (
-            above, stat.S_IMODE(status.st_mode)), "chmod go-w %s, or choose another sglang_backup_dir" % above)
+            shown(above), stat.S_IMODE(status.st_mode)),
+            "chmod go-w %s, or choose another sglang_backup_dir" % shown(above))
 
 
 def _folders_above(path):
@@ -183,7 +184,7 @@ def safe_folder(folder, create):
         return safe_folder(plain, create=False)
     status = os.lstat(plain)
     if stat.S_ISLNK(status.st_mode):
-        _refuse(plain, "is a symbolic link (to %s), which another run could point elsewhere" % shown(
+        _refuse(plain, "is a symbolic link (to %s), not the folder itself" % shown(
             os.readlink(plain)), "give the folder it leads to as sglang_backup_dir, or make it a real folder")
     if not stat.S_ISDIR(status.st_mode):
         _refuse(plain, "is not a folder", "move that file away, or choose another sglang_backup_dir")

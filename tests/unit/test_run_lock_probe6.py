@@ -113,6 +113,25 @@ def test_probe6_d3_a_folder_in_a_parent_others_can_write_is_refused_unless_stick
     assert os.stat(parent / "backups").st_mode & 0o777 == 0o700
 
 
+def test_probe6_d3_a_folder_reached_through_a_link_into_a_folder_others_can_write_is_refused(tmp_path):
+    (tmp_path / "open").mkdir()
+    os.chmod(tmp_path / "open", 0o777)
+    (tmp_path / "open" / "real").mkdir(mode=0o755)
+    (tmp_path / "via").symlink_to(tmp_path / "open" / "real")  # the link and the folder it names look safe
+    out = lock(tmp_path / "via" / "backups", A, RUN1)
+    assert out["failed"] and "lies in %s, mode 0777" % (tmp_path / "open") in out["msg"], out
+    assert not os.listdir(tmp_path / "open" / "real")
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="making a folder another user's needs root")
+def test_probe6_d3_a_folder_in_a_parent_of_another_user_is_refused(tmp_path):
+    (tmp_path / "theirs").mkdir(mode=0o755)
+    os.chown(tmp_path / "theirs", 65534, 65534)
+    out = lock(tmp_path / "theirs" / "backups", A, RUN1)
+    assert out["failed"] and "lies in %s, owned by uid 65534" % (tmp_path / "theirs") in out["msg"], out
+    assert not os.listdir(tmp_path / "theirs")
+
+
 @pytest.mark.parametrize("bad", ["backups", "{tmp}/x/../backups", "{tmp}/a\nb", "/{tmp}/backups", "{tmp}/./backups"])
 def test_probe6_d3_a_relative_dotted_or_newline_dir_is_refused_by_name(tmp_path, bad, monkeypatch):
     monkeypatch.chdir(tmp_path)  # a relative dir would be made here
