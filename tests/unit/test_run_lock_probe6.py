@@ -230,3 +230,13 @@ def test_probe6_d4_holder_fields_with_a_newline_or_ansi_escape_are_printed_escap
     put(lockdir, rec)
     out = lock(lockdir, B, state="released")
     assert out["failed"] and "\x1b" not in out["msg"] and "\n" not in out["msg"] and "taken over by" in out["msg"]
+
+
+def test_six_runs_at_once_give_exactly_one_holder_and_leave_no_temp_file(lockdir):
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(6) as pool:
+        outs = list(pool.map(lambda n: lock(lockdir, "ctl-%d:%d:1" % (n, n), dict(RUN1, pid=n)), range(6)))
+    won = [out["holder"]["run_id"] for out in outs if not out.get("failed")]
+    assert len(won) == 1 and record_of(lockdir)["run_id"] == won[0], outs
+    assert sorted(os.listdir(lockdir)) == [".run-lock", ".run-lock.json"]
