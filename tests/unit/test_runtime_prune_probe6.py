@@ -6,6 +6,7 @@ runtimes folder): each removed it before. A runtime nothing names (0.5.21) is re
 as surely when the prune keeps everything as when it removes the live one."""
 
 import json
+import os
 import subprocess
 import sys
 
@@ -211,3 +212,22 @@ def test_probe6_d1_the_roles_own_unit_still_prunes(host):
     result = plan_and_prune(tmp_path, base, text)
     assert_live_kept(tmp_path, result)
     assert result["serving"]["path"] == str(tmp_path / "runtimes" / LIVE), result
+
+
+# -- the plan's removal of an unfinished build reads the unit the same way --------------------------------------------
+
+@pytest.mark.parametrize("unit_text, says", [
+    ("[Service]\nExecStart=/usr/bin/numactl --interleave=all {folder}/bin/sglang-serve\n", "runs it"),
+    ("[Service]\nEnvironmentFile=/nonexistent/sglang.env\nExecStart=${{RT}}/bin/sglang-serve\n", "may run it"),
+])
+def test_a_plan_never_removes_a_folder_without_manifest_that_the_unit_may_run(host, unit_text, says):
+    tmp_path, base = host
+    wanted = run(tmp_path, **dict(base, prune_when_found=False))["path"]
+    os.unlink(wanted + ".json")  # the folder stays, without its manifest: it reads as an unfinished build
+    (tmp_path / "sglang.service").write_text(unit_text.format(folder=wanted))
+    refused = run(tmp_path, **base)
+    assert refused["failed"] and "It is not removed" in refused["msg"] and says in refused["msg"], refused
+    assert os.path.isdir(wanted)
+    (tmp_path / "sglang.service").write_text("[Service]\nExecStart=%s\n" % live_launcher(tmp_path))
+    plan = run(tmp_path, **base)  # once no unit reaches it, it is an unfinished build again, built from nothing
+    assert plan["action"] == "build" and plan["removed"] == [wanted] and not os.path.exists(wanted), plan
