@@ -194,9 +194,11 @@ def scan_words(words, env, found, command=False, shell=False, depth=0):
             found["used"].update(used)
         for form in (word, expanded):
             found["paths"].update(path_pieces(form))
-        if depth < NESTING and (PATH_SEPARATORS.search(expanded) or expanded != word):
+        if depth < NESTING:
             inner = split_words(expanded, shell=True)
-            if inner != [expanded]:
+            # a command's word a shell reads is read once more as the shell's (sh -c '$$RT/x': systemd makes it
+            # '$RT/x', the shell puts RT in), any other word only when it splits
+            if inner != [expanded] or (command and depth == 0 and script):
                 scan_words(inner, env, found, command, script, depth + 1)
 
 
@@ -211,7 +213,8 @@ def startable_paths(text, read):
     for key in sorted(unit["exec"]):
         for value in unit["exec"][key]:
             words = split_words(value)
-            scan_words(words, env, found, command=True, shell=bool(words) and words[0].startswith("|"))
+            through_shell = bool(words) and words[0].lstrip("@-:+!").startswith("|")
+            scan_words(words, env, found, command=True, shell=through_shell)
     for value in unit["paths"] + list(env.values()):  # PATH=<rt>/bin, RT=<rt>: a value a program reads may name it
         scan_words([value], env, found)
     used = found["used"] - MANAGER_VARIABLES

@@ -88,6 +88,19 @@ def test_without_a_variable_or_with_systemds_own_an_unreadable_file_is_no_proble
     assert RT + "/bin/sglang-serve" in paths_of(text)
 
 
+@pytest.mark.parametrize("line", [
+    "ExecStart=/bin/sh -c '$${RT}/bin/sglang-serve'",
+    "ExecStart=/bin/sh -c $$RT/bin/sglang-serve",
+    "ExecStart=-|$$RT/bin/sglang-serve --port 1",
+])
+def test_a_shell_puts_in_what_systemd_left_as_a_variable(line):
+    text = "[Service]\nEnvironment=RT=%s\n%s\n" % (RT, line)
+    assert RT + "/bin/sglang-serve" in paths_of(text)
+    _paths, problems = ux.startable_paths(text.replace("Environment=", "EnvironmentFile=/gone\nEnvironment="),
+                                          no_files)
+    assert problems and "$RT" in problems[0], problems
+
+
 def test_a_shell_variable_counts_when_the_file_cannot_be_read():
     text = "[Service]\nEnvironmentFile=/gone.env\nExecStart=/bin/sh -c 'exec $$RT/bin/sglang-serve'\n"
     _paths, problems = ux.startable_paths(text, no_files)
