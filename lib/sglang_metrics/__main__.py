@@ -12,7 +12,7 @@ import sys
 
 from sglang_checks import inputs
 
-from sglang_metrics import render, targets
+from sglang_metrics import levers_run, render, targets
 
 ROLES = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "roles")
 
@@ -66,7 +66,6 @@ def main(argv=None):
         if args.command == "render":
             result = _render(data, args.out)
         else:
-            from sglang_metrics import levers_run
             result = levers_run.run(data)
     except (InputError, json.JSONDecodeError) as error:
         sys.stderr.write("%s\n" % error)

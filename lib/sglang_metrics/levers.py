@@ -99,7 +99,7 @@ def pool_alternative(spec, plan, planner, error_type):
     alternatives (fp8 KV, twice the GPUs)."""
     lines = []
     if spec.get("pool_policy") == "target":
-        planned, _ = _try(planner, spec, error_type, pool_policy="fill")
+        planned = _try(planner, spec, error_type, pool_policy="fill")[0]
         if planned is not None and planned["predicted_pool_tokens"] > plan["predicted_pool_tokens"]:
             lines.append("sglang_pool_policy fill: the pool grows from %s to %s tokens (the memory beyond the "
                          "headroom), --max-running-requests %s"

@@ -45,7 +45,7 @@ def reading(text):
     requests summed over the scheduler's ranks (data parallel ranks each keep their own), the pool's use the fullest
     rank's. Raises NoMetrics when the text holds no SGLang series."""
     series = parse(text)
-    if not any(name.startswith("sglang:") for name, _, _ in series):
+    if not any(entry[0].startswith("sglang:") for entry in series):
         raise NoMetrics("no sglang: series")
     values = {}
     buckets = {}
