@@ -278,10 +278,12 @@ PART = ".part"
 
 
 def own_name(name):
-    """Whether a listed name is one this module writes itself: a partial download (anything ending .part, in any
-    folder: x.part is x's partial) or a record in the folder's top level (.sglang-verified.json, the ledger, the
-    completion mark, their .tmp writes: every one begins .sglang-). The Hub must not overwrite those."""
-    return name.endswith(PART) or ("/" not in name and name.startswith(OWN_PREFIX))
+    """Whether a listed name is, or is inside, one this module writes itself: a partial download (any part ending
+    .part, in any folder: x.part is x's partial) or a record in the folder's top level (.sglang-verified.json, the
+    ledger, the completion mark, their .tmp writes: every one begins .sglang-). The Hub must not overwrite those,
+    nor make a folder of that name."""
+    parts = name.split("/")
+    return parts[0].startswith(OWN_PREFIX) or any(part.endswith(PART) for part in parts)
 
 
 def confined(name):

@@ -70,6 +70,15 @@ def test_probe6_d8_a_file_without_a_listed_size_and_hash_is_refused_by_name_befo
     assert file_gets(server) == [] and os.listdir(target) == []
 
 
+def test_probe6_d8_the_early_download_refuses_an_unverified_file_by_name_too(tmp_path):
+    files = {"config.json": b"{}", WEIGHTS: os.urandom(4096)}
+    siblings = [hub_entry("config.json", b"{}"), {"rfilename": WEIGHTS, "size": 4096}]
+    server = serve_listing(files, siblings)
+    rc, out, target = download(server, tmp_path, background=True)
+    assert rc != 0 and WEIGHTS in out["msg"] and "sglang_download_allow_unverified" in out["msg"], out
+    assert file_gets(server) == [] and sorted(os.listdir(target)) == []
+
+
 def test_probe6_d8_the_body_cut_without_content_length_and_no_listed_size_is_refused_unless_allowed(tmp_path):
     # The probe: a listing without size, a body cut mid-file without Content-Length -> rc 0, a truncated file.
     files = {WEIGHTS: os.urandom(2**20)}
@@ -154,7 +163,8 @@ def serve(**kwargs):
 
 
 @pytest.mark.parametrize("name", [".sglang-verified.json", ".sglang-download-complete", ".sglang-download.json",
-                                  ".sglang-verified.json.tmp", "model.safetensors.part", "sub/x.part", ".sglang-x"])
+                                  ".sglang-verified.json.tmp", "model.safetensors.part", "sub/x.part", ".sglang-x",
+                                  ".sglang-verified.json/x", "x.part/y"])
 def test_probe6_d8_a_listed_name_the_module_keeps_for_itself_is_refused_by_name(tmp_path, name):
     files = {"config.json": b"{}", name: b"{}"}
     rc, out, target = download(serve(files=files), tmp_path)
