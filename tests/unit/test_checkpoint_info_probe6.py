@@ -111,14 +111,22 @@ def test_probe6_d9_a_folder_without_subfolders_keeps_the_digest_it_had(tmp_path)
     assert run(tmp_path, path=str(folder))["files_sha256"] == hashlib.sha256(lines.encode()).hexdigest()
 
 
-def test_probe6_d9_an_unreadable_subfolder_is_named(tmp_path):
-    if os.geteuid() == 0:
-        pytest.skip("root reads any folder")
+def test_probe6_d9_an_unreadable_subfolder_is_named(tmp_path, monkeypatch):
+    # in-process, with the folder's listing refused as a mode-0 folder's is for a user other than root (this test
+    # runs as root too, which reads any folder)
+    import sglang_checkpoint_info as info
+
     folder = checkpoint(tmp_path / "model")
     (folder / "original").mkdir()
-    (folder / "original").chmod(0)
-    try:
-        msg = refused(run(tmp_path, path=str(folder)))
-    finally:
-        (folder / "original").chmod(0o755)
-    assert str(folder / "original") in msg and "Permission denied" in msg, msg
+    real_scandir = os.scandir
+
+    def scandir(path="."):
+        if os.fspath(path) == str(folder / "original"):
+            raise PermissionError(13, "Permission denied", os.fspath(path))
+        return real_scandir(path)
+
+    monkeypatch.setattr(os, "scandir", scandir)
+    with pytest.raises(info.Refused) as refused:
+        info.read_checkpoint(str(folder), "sglang_model_path", "sglang_model_hf_repo", False)
+    msg = str(refused.value)
+    assert msg.startswith("sglang_model_path: %s: Permission denied" % (folder / "original")), msg
