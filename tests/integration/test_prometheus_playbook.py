@@ -54,3 +54,4 @@ def test_a_misspelt_switch_is_refused_before_anything_is_written(tmp_path):
     assert "sglang_monitoring_dri" in result.stdout and "sglang_monitoring_dir" in result.stdout, result.stdout
     assert "Traceback" not in result.stdout + result.stderr
     assert list(tmp_path.iterdir()) == []
+
