@@ -779,11 +779,12 @@ def disk_full_sentence(p, name, size, err):
         free = " (%s free there now)" % human(stats.f_bavail * stats.f_frsize)
     except OSError:
         free = ""
-    need = " of the %s still to come" % human(size - kept) if size is not None and size > kept else ""
-    return ("Downloading %s from %s stopped: %s while writing %s%s. %s%s keeps %s; the next run resumes there. Free "
-            "space on that filesystem for the rest of the checkpoint%s (or raise the quota, or give "
-            "sglang_model_path a larger disk), then run again to resume."
-            % (name, p["repo"], err.strerror or "the disk is full", part, free, name, PART, human(kept), need))
+    need = ("; the file still needs %s, the files after it their own" % human(size - kept)
+            if size is not None and size > kept else "")
+    return ("Downloading %s from %s stopped: %s while writing %s%s. %s%s keeps %s, and the next run resumes there%s. "
+            "Free space on that filesystem (or raise the quota, or put the checkpoint on a larger disk), then run "
+            "again to resume." % (name, p["repo"], err.strerror or "the disk is full", part, free, name, PART,
+                                  human(kept), need))
 
 
 def settle(folder, ledger, files):
