@@ -4,6 +4,8 @@ endpoint), each labelled host, group, model and server; the server's plan number
 
 import os
 
+from ansible.module_utils.parsing.convert_bool import boolean
+
 LOOPBACK = ("127.0.0.1", "::1", "localhost")
 NOT_A_MODEL_GROUP = ("all", "ungrouped", "sglang_servers", "sglang_routers")
 
@@ -47,7 +49,8 @@ def server_targets(hosts, plans, default):
         if host != rank0:
             continue  # a node other than rank 0 serves no HTTP: its scheduler's metrics are rank 0's /metrics
         server = str(_value(variables, default, "sglang_server_name") or rank0)
-        if not _value(variables, default, "sglang_metrics"):
+        # a bool as the role reads it: -e sglang_metrics=false arrives as the string "false"
+        if not boolean(_value(variables, default, "sglang_metrics"), strict=False):
             notes.append("%s: sglang_metrics is false, so it serves no /metrics and is not scraped (set "
                          "sglang_metrics: true and re-run site.yml)" % server)
             continue
