@@ -6,10 +6,10 @@ or crash-looping unit starts next.
 Reading more than systemd would run only keeps more, so the reading is generous where systemd's rules are subtle:
 every Exec* line (ExecStart and its Pre/Post, ExecReload, ExecStop, ...), every ExecStart of a oneshot, every word
 wherever it stands (after `env A=1`, `numactl ...`, `nice`, `sh -c "..."`), every systemd prefix (@ - : + ! !! |)
-taken off, `$VAR` and `${VAR}` replaced anywhere in a word from the unit's Environment= and EnvironmentFile=, and a
-word cut at '=', ':' and ',' too (`PATH=<rt>/bin:/usr/bin`). What it cannot read is said, never guessed: a command
-whose words hold a variable while an EnvironmentFile= cannot be read, or a shell string that runs `$(...)`, is a
-problem, and the caller then removes nothing."""
+taken off, systemd's fixed specifiers (%% %t %S ...) put in, `$VAR` and `${VAR}` replaced anywhere in a word from
+the unit's Environment= and EnvironmentFile=, and a word cut at '=', ':' and ',' too (`PATH=<rt>/bin:/usr/bin`).
+What it cannot read is said, never guessed: a command whose words hold a variable while an EnvironmentFile= cannot
+be read, or a shell string that runs `$(...)`, is a problem, and the caller then removes nothing."""
 
 from __future__ import annotations
 
@@ -35,6 +35,10 @@ SHELLS = frozenset({"sh", "bash", "dash", "zsh", "ksh", "mksh", "ash", "busybox"
 VARIABLE = re.compile(r"\$(?:(\$)|\{([A-Za-z_][A-Za-z0-9_]*)(?:(:[-+])([^}]*))?\}|([A-Za-z_][A-Za-z0-9_]*))")
 # where a word's paths are cut apart: an option's '=', a search path's ':', a list's ',', the shell's punctuation
 PATH_SEPARATORS = re.compile(r"[=:,;&|()<>\s'\"`]")
+# systemd's specifiers that name the same thing in every system unit (systemd.unit(5), "Specifiers"); '%%' is a '%'
+# (the role's unit doubles every '%' of a path). The others (%n, %i, ...) are left as written.
+FIXED_SPECIFIERS = {"%": "%", "t": "/run", "S": "/var/lib", "C": "/var/cache", "L": "/var/log", "E": "/etc",
+                    "T": "/tmp", "V": "/var/tmp", "h": "/root"}
 # Strings inside strings (sh -c "bash -c '...'") are split this deep; deeper ones are still scanned as words.
 NESTING = 4
 
@@ -125,7 +129,7 @@ def environment(found, read):
     prefixed '-' that does not exist is skipped, as systemd skips it; a pattern reads every file it matches."""
     env, unreadable = {}, []
     for value in found["environment"]:
-        env.update(assignments(value))
+        env.update(assignments(specifiers(value)))
     for value in found["environment_files"]:
         optional = value.startswith("-")
         pattern = value[1:] if optional else value
@@ -141,6 +145,12 @@ def environment(found, read):
             except OSError as error:
                 unreadable.append("EnvironmentFile=%s cannot be read (%s)" % (path, error.strerror or error))
     return env, unreadable
+
+
+def specifiers(value):
+    """value with systemd's fixed specifiers put in (FIXED_SPECIFIERS: '%%' as '%', '%t' as /run, ...), as systemd
+    does when it loads a unit, before any variable."""
+    return re.sub(r"%(.)", lambda match: FIXED_SPECIFIERS.get(match.group(1), match.group(0)), value)
 
 
 def expand(word, env):
@@ -189,7 +199,7 @@ def scan_words(words, env, found, command=False, shell=False, depth=0):
             problem = "a shell string of its Exec lines runs a command ($(...) or backticks) to make its words"
             if problem not in found["problems"]:
                 found["problems"].append(problem)
-        expanded, used = expand(word, env)
+        expanded, used = expand(specifiers(word) if command and depth == 0 else word, env)
         if (command and depth == 0) or shell:
             found["used"].update(used)
         for form in (word, expanded):
@@ -215,7 +225,8 @@ def startable_paths(text, read):
             words = split_words(value)
             through_shell = bool(words) and words[0].lstrip("@-:+!").startswith("|")
             scan_words(words, env, found, command=True, shell=through_shell)
-    for value in unit["paths"] + list(env.values()):  # PATH=<rt>/bin, RT=<rt>: a value a program reads may name it
+    # PATH=<rt>/bin, RT=<rt>: a value a program reads may name what it starts
+    for value in [specifiers(path) for path in unit["paths"]] + list(env.values()):
         scan_words([value], env, found)
     used = found["used"] - MANAGER_VARIABLES
     if used and unreadable:
@@ -231,7 +242,7 @@ def program_words(text, env=None):
     for value in settings(text)["exec"].get("ExecStart", []):
         words, given = [], split_words(value)
         for index, word in enumerate(given):
-            expanded = expand(word, env or {})[0]
+            expanded = expand(specifiers(word), env or {})[0]
             words.append(expanded.lstrip(EXEC_PREFIXES))
             if is_shell_script(given, index):
                 words += [expand(inner, env or {})[0].lstrip(EXEC_PREFIXES)

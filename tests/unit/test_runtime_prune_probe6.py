@@ -231,3 +231,17 @@ def test_a_plan_never_removes_a_folder_without_manifest_that_the_unit_may_run(ho
     (tmp_path / "sglang.service").write_text("[Service]\nExecStart=%s\n" % live_launcher(tmp_path))
     plan = run(tmp_path, **base)  # once no unit reaches it, it is an unfinished build again, built from nothing
     assert plan["action"] == "build" and plan["removed"] == [wanted] and not os.path.exists(wanted), plan
+
+
+def test_the_roles_unit_keeps_its_runtime_when_the_runtimes_path_holds_a_percent(tmp_path):
+    # the template doubles '%' (systemd's specifier escape): read back as one '%', the path names the runtime
+    from hostile_render import render_all
+
+    runtimes = tmp_path / "run%times"
+    for name in (LIVE, UNNAMED):
+        complete_runtime(runtimes, name)
+    text = render_all(_sglang_runtime_path=str(runtimes / LIVE))["unit"]
+    assert "run%%times" in text
+    (tmp_path / "sglang.service").write_text(text)
+    result = run(tmp_path, state="prune", dir=str(runtimes), unit=str(tmp_path / "sglang.service"), keep=[])
+    assert result["removed"] == [str(runtimes / UNNAMED)] and str(runtimes / LIVE) in result["kept"], result

@@ -140,6 +140,15 @@ def test_unclosed_quotes_are_read_generously():
     assert RT + "/bin/sglang-serve" in paths_of('[Service]\nExecStart=/bin/sh -c "exec %s/bin/sglang-serve\n' % RT)
 
 
+def test_systemds_fixed_specifiers_are_put_in_first():
+    # the role's unit doubles a path's '%'; '%t' is /run in every system unit; '%i' is left as written
+    text = ('[Service]\nEnvironment="RT=%%t/rt"\nExecStart="/opt/a%%%%b/bin/sglang-serve" "$${RT}" "%%i"\n'
+            "WorkingDirectory=%%S/sglang\n").replace("%%", "%")
+    paths = paths_of(text)
+    assert {"/opt/a%b/bin/sglang-serve", "/run/rt", "/var/lib/sglang"} <= paths, paths
+    assert not any("%i" in path for path in paths) and ux.specifiers("date +%i") == "date +%i"
+
+
 @pytest.mark.parametrize("word, env, expected", [
     ("${A}/x", {"A": "/a"}, "/a/x"),
     ("$A/x", {"A": "/a"}, "/a/x"),
