@@ -1,19 +1,26 @@
-"""The architectures the planner sizes, by config.json `architectures[0]`, and the families it refuses by name.
+"""How the planner sizes a checkpoint, by config.json `architectures[0]` and the class its release gives it.
 
-The planner's cell formula (model.py) is SGLang's plain pool: MHA/GQA or MLA, every layer full attention, or
-the hybrid sliding-window split (sliding.py) for the architectures in SLIDING, and a state pool beside the KV
-pool (linear.py) for those in LINEAR. A
-checkpoint is planned only when its architecture is in KNOWN: a list of what is known, never a list of refused
-keys, so a new layout (Kimi-Linear's KDA layers slipped past the keys) is refused instead of planned as another.
-Each entry cites the SGLang 0.5.23 model file whose EntryClass serves it (sglang/srt/models/<file>:<line>).
+Every architecture a release registers is in releases/architectures.json (read from the release's wheel by
+tests/contract/extract_architectures.py): full (MHA/GQA), mla, window_one_pool, reward, a multimodal wrapper by its
+text model, hybrid_swa, linear, sparse, encoder, draft, or refused with a reason. The plain classes are planned by
+the cell formula (model.py); the hybrid and sparse families the planner models are named below (SLIDING, LINEAR,
+SPARSE, GEMMA3, each citing the SGLang 0.5.23 EntryClass that serves it) and sized by their own files (sliding.py,
+linear.py, sparse.py); every other class is refused by name with what SGLang does instead and how to size it by
+hand (sglang_max_total_tokens: hand_pool.py). An architecture the release does not register is served by SGLang's
+Transformers fallback with the plain pool, and planned so where its config has a plain layout (with a plan line).
 """
+
+import json
+import os
+import re
 
 from .releases import RULES
 from .spec import KVPlanError
 
-# architectures[0] -> SGLang 0.5.23 model file:line of its EntryClass. Every entry is full attention on every
-# layer (the plain formula is SGLang's: model_executor/pool_configurator.py:491-498 for MHA/GQA, the MLA branch
-# above it), MoE or dense alike: experts change the weights, not the KV cell.
+# The planner's first hand list, kept as the docs' cited examples (a test reads each line in the 0.5.23 wheel); the
+# release's table decides their class. architectures[0] -> SGLang 0.5.23 model file:line of its EntryClass. Every
+# entry is full attention on every layer (the plain formula is SGLang's: model_executor/pool_configurator.py:491-498
+# for MHA/GQA, the MLA branch above it), MoE or dense alike: experts change the weights, not the KV cell.
 KNOWN = {
     "LlamaForCausalLM": "models/llama.py:968",
     "MistralForCausalLM": "models/mistral.py:191",
@@ -99,11 +106,83 @@ def architecture(config, where="model_config"):
     return value[0]
 
 
+# Where a release's table (releases/architectures.json) has no class the planner sizes, what SGLang does instead.
+_REFUSED_BY_CLASS = {
+    "hybrid_swa": "SGLang sizes a full pool and a sliding-window pool split by --swa-full-tokens-ratio, which the "
+                  "planner models for gpt-oss only",
+    "linear": "SGLang keeps a state pool of request slots beside the KV pool of its full-attention layers, which the "
+              "planner models for Qwen3-Next, Qwen3.5, Nemotron-H and Kimi-Linear only",
+    "sparse": "SGLang sizes a sparse-attention pool (an MLA row and indexer keys), which the planner models for "
+              "DeepSeek-V3.2 only",
+    "encoder": "it is an encoder (embedding or classification) model: SGLang serves it without a decoder's long "
+               "context, which is all this planner sizes",
+    "draft": "it is a speculative draft head, not a model to serve: name the target model and give the draft with "
+             "sglang_speculative_algorithm / its draft path",
+}
+_REFUSED_BY_REASON = {
+    "extra_attention_layers": "SGLang counts more attention layers than num_hidden_layers for it (two or more per "
+                              "block; configs/model_config.py num_attention_layers)",
+    "fixed_layer_split": "SGLang splits its layers between a full pool and a windowed one by a fixed pattern "
+                         "(Llama 4: chunked attention, window attention_chunk_size, on 3 of 4 layers), which the "
+                         "planner does not model",
+}
+_PLANNED = ("full", "mla", "window_one_pool", "reward")
+TABLE_FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "releases", "architectures.json")
+_TABLES = {}
+
+
+def release_table(release):
+    """{architecture: entry} that SGLang `release` registers (releases/architectures.json, read from its wheel by
+    tests/contract/extract_architectures.py), or None where the table has no such release."""
+    if not _TABLES:
+        with open(TABLE_FILE, encoding="utf-8") as handle:
+            _TABLES.update(json.load(handle)["releases"])
+    return _TABLES.get(release)
+
+
+def pool_class(arch, release):
+    """The class the release sizes `arch` by (full, mla, window_one_pool, reward, ...; a multimodal wrapper by its
+    text model), 'unregistered' where the release does not register it, None where the release has no table."""
+    table = release_table(release)
+    if table is None:
+        return None
+    entry = table.get(arch)
+    if entry is None:
+        return "unregistered"
+    if entry["class"] == "multimodal":
+        return entry.get("text") or "multimodal"
+    return entry["class"]
+
+
+def one_pool_over_windows(config, release):
+    """True where the release sizes this architecture's windowed layers as one pool over every layer (a model
+    override sets disable_hybrid_swa_memory, or its windows are not hybrid SWA in SGLang): its window keys are not
+    a second pool, and the plain formula is SGLang's."""
+    arch = architecture(config)
+    return arch is not None and pool_class(arch, release) == "window_one_pool"
+
+
+def fallback_note(config, release):
+    """The plan's line for an architecture the release does not register (served by SGLang's Transformers
+    fallback), else None."""
+    arch = architecture(config)
+    if arch is None or arch in _FAMILIES or pool_class(arch, release) != "unregistered":
+        return None
+    return ("%s is not registered by SGLang %s: it is served through SGLang's Transformers fallback "
+            "(TransformersForCausalLM), whose pool is the plain one-pool formula over every layer, as planned"
+            % (arch, release))
+
+
+def _hand_sizing():
+    return ("size it by hand: set sglang_max_total_tokens to the pool you want (the planner then plans "
+            "--mem-fraction-static from the headroom), or choose a model the planner sizes")
+
+
 def check_architecture(config, release, where="model_config"):
-    """Refuse an architecture the planner does not know, or knows it cannot size; return it (or None)."""
+    """Refuse an architecture the release sizes in a way the planner cannot, by name; return it (or None)."""
     arch = architecture(config, where)
-    if arch is None or arch in KNOWN:
-        return arch
+    if arch is None or arch == "DFlashDraftModel":
+        return arch  # DFLASH draft: checked against its target (drafter.py)
     if arch in LINEAR or arch in SPARSE:
         return arch  # the release's rule is checked with the rest of the family's (linear.check, sparse.check)
     if arch in SLIDING:
@@ -111,9 +190,9 @@ def check_architecture(config, release, where="model_config"):
         if rule != "ratio_cell":
             raise KVPlanError("%s: %s (architectures %s) has sliding-window layers, and SGLang %s splits its pool "
                               "after --max-total-tokens caps a count over every layer (%s, rule %r), which the "
-                              "planner does not model. Use SGLang 0.5.11 or newer, or size it by hand with "
-                              "--max-total-tokens." % (where, SLIDING[arch][0], arch, release,
-                                                       RULES[release]["swa_pool_source"], rule))
+                              "planner does not model. Use SGLang 0.5.11 or newer, or %s."
+                              % (where, SLIDING[arch][0], arch, release, RULES[release]["swa_pool_source"], rule,
+                                 _hand_sizing()))
         return arch
     if arch in GEMMA3:
         if release in GEMMA3_PLAIN_POOL_RELEASES:
@@ -121,16 +200,61 @@ def check_architecture(config, release, where="model_config"):
         raise KVPlanError("%s: Gemma 3 (architectures %s) has sliding-window layers; SGLang %s is not one of the "
                           "releases known to disable hybrid SWA memory for it (0.5.9-0.5.23, "
                           "arg_groups/model_overrides/gemma2_gemma3.py in 0.5.23), so its pool split cannot be "
-                          "sized. Use one of those releases, or size it by hand with --max-total-tokens."
-                          % (where, arch, release))
-    raise KVPlanError("%s: architectures %s is not one the planner knows, so it cannot tell its attention layout "
-                      "(it sizes full-attention GQA/MHA and MLA models: %s). Size it by hand with "
-                      "--max-total-tokens, or choose a known model." % (where, arch, _known_short()))
+                          "sized. Use one of those releases, or %s." % (where, arch, release, _hand_sizing()))
+    table = release_table(release)
+    if table is None:
+        raise KVPlanError("%s: SGLang %s has no architecture table (lib/sglang_kvplan/releases/architectures.json), "
+                          "so the planner cannot tell how it sizes %s. Use a release of the table (%s), or %s."
+                          % (where, release, arch, ", ".join(_tables_known()), _hand_sizing()))
+    entry = table.get(arch)
+    if entry is None:
+        return _unregistered(config, arch, release, where)
+    kind = pool_class(arch, release)
+    if kind == "mla" and entry.get("sparse_if") and text_layout(config).get(entry["sparse_if"]) is not None:
+        raise KVPlanError("%s: %s with %r in its config.json is DeepSeek sparse attention in SGLang %s (%s), which "
+                          "the planner sizes for DeepseekV32ForCausalLM only; %s."
+                          % (where, arch, entry["sparse_if"], release, entry.get("decided_by"), _hand_sizing()))
+    if kind in _PLANNED:
+        return arch
+    if kind == "refused":
+        what = _REFUSED_BY_REASON.get(entry["reason"]) or (
+            "SGLang reads its KV heads from %r, not num_key_value_heads (configs/model_config.py "
+            "get_total_num_kv_heads), a layout the planner's formula does not read" % entry["reason"].split(":")[-1])
+    elif kind == "multimodal":
+        what = "the text model behind this multimodal wrapper is not one the release's table resolves"
+    else:
+        what = _REFUSED_BY_CLASS[kind]
+    raise KVPlanError("%s: architectures %s (SGLang %s: %s, %s) cannot be planned: %s. Instead, %s."
+                      % (where, arch, release, entry["module"], kind, what, _hand_sizing()))
 
 
-def _known_short():
-    return ("Llama, Mistral/Mixtral, Qwen2/Qwen3 (MoE too), DeepSeek-V2/V3/R1, Kimi K2/K2.5/K2.6, Gemma 3, gpt-oss, "
-            "Qwen3-Next, Qwen3.5, Nemotron-H, Kimi-Linear, DeepSeek-V3.2")
+def _unregistered(config, arch, release, where):
+    """An architecture the release does not register: SGLang serves it by its Transformers fallback with the plain
+    pool, which the planner plans where the config has a plain attention layout (model.py checks the keys)."""
+    cfg = text_layout(config)
+    other = [key for key in _OTHER_KV_KEYS if cfg.get(key) is not None]
+    if other:
+        raise KVPlanError("%s: architectures %s is not registered by SGLang %s, and its config.json gives KV heads "
+                          "by %r, not num_key_value_heads, so the Transformers fallback's pool cannot be sized from "
+                          "it. Instead, %s." % (where, arch, release, other[0], _hand_sizing()))
+    return arch
+
+
+# config keys SGLang reads KV heads from before num_key_value_heads (0.5.23 model_config.py get_total_num_kv_heads)
+_OTHER_KV_KEYS = ("multi_query_group_num", "num_attention_groups", "n_head_kv", "num_kv_heads", "multi_query",
+                  "attn_config", "block_configs")
+_FAMILIES = set(SLIDING) | set(LINEAR) | set(SPARSE) | GEMMA3 | {"DFlashDraftModel"}
+
+
+def text_layout(config):
+    """The language model's keys: a multimodal checkpoint nests them under text_config (as model.text_config)."""
+    nested = config.get("text_config")
+    return nested if isinstance(nested, dict) and nested.get("num_hidden_layers") else config
+
+
+def _tables_known():
+    release_table("0.5.23")
+    return sorted(_TABLES, key=lambda v: tuple(int(n) for n in re.findall(r"\d+", v)))
 
 
 def markdown():
@@ -145,4 +269,69 @@ def markdown():
              "from 0.5.13 | `%s` |" % (arch, where) for arch, (_family, where) in LINEAR.items()]
     rows += ["| `%s` | one MLA pool with its sparse-attention indexer keys, in the KV dtype and page 64 the release "
              "picks (`sparse.py`), from 0.5.15 | `%s` |" % (arch, where) for arch, (_family, where) in SPARSE.items()]
+    return "\n".join(rows) + "\n\n" + classes_markdown()
+
+
+# How the planner plans each class of releases/architectures.json (docs/planner.md's tables).
+CLASS_PLAN = (
+    ("full", "planned: one pool over every layer (MHA/GQA)"),
+    ("mla", "planned: one MLA latent row per layer; DeepSeek sparse attention (index_topk) refused"),
+    ("window_one_pool", "planned: one pool over every layer (the release sizes its windows so)"),
+    ("reward", "planned like its generator (a decoder's reward/classification/embedding head)"),
+    ("multimodal", "as its text model (`multimodal(<class>)`), plus the multimodal reserve"),
+    ("hybrid_swa", "refused but gpt-oss (`sliding.py`)"),
+    ("linear", "refused but Qwen3-Next, Qwen3.5, Nemotron-H, Kimi-Linear (`linear.py`)"),
+    ("sparse", "refused but DeepSeek-V3.2 (`sparse.py`)"),
+    ("refused", "refused by name: extra attention layers, KV heads from another key, a fixed window split"),
+    ("encoder", "refused: an encoder"),
+    ("draft", "refused as a model: a draft head, sized inside its target's cell"),
+)
+
+
+def _label(entry):
+    return "multimodal(%s)" % (entry.get("text") or "unresolved") if entry["class"] == "multimodal" else entry["class"]
+
+
+def _ordered_releases():
+    return _tables_known()
+
+
+def classes_markdown():
+    """Per release, how many architectures fall in each class; then per class, every architecture any release
+    registers (with the releases where it differs), from releases/architectures.json."""
+    releases = _ordered_releases()
+    counts = {v: {} for v in releases}
+    for version in releases:
+        for entry in release_table(version).values():
+            counts[version][_label(entry)] = counts[version].get(_label(entry), 0) + 1
+    labels = sorted({label for per in counts.values() for label in per},
+                    key=lambda lab: ([c for c, _ in CLASS_PLAN].index(lab.split("(")[0]), lab))
+    rows = ["| class | planned | %s |" % " | ".join(releases), "|---|---|%s" % ("---|" * len(releases))]
+    plan_of = dict(CLASS_PLAN)
+    for label in labels:
+        planned = ("refused: its text model is not resolved from the wheel" if label == "multimodal(unresolved)"
+                   else plan_of[label.split("(")[0]])
+        rows.append("| %s | %s | %s |" % (label, planned,
+                                          " | ".join(str(counts[v].get(label, 0)) for v in releases)))
+    rows.append("| all | | %s |" % " | ".join(str(sum(counts[v].values())) for v in releases))
+    history = {}
+    for version in releases:
+        for arch, entry in release_table(version).items():
+            history.setdefault(arch, []).append((version, _label(entry)))
+    last = releases[-1]
+    by_label = {}
+    for arch, seen in history.items():
+        label = seen[-1][1]
+        notes = []
+        if seen[0][0] != releases[0]:
+            notes.append("from %s" % seen[0][0])
+        if seen[-1][0] != last:
+            notes.append("to %s" % seen[-1][0])
+        earlier = [(v, lab) for v, lab in seen if lab != label]
+        if earlier:
+            notes.append("%s in %s-%s" % (earlier[0][1], earlier[0][0], earlier[-1][0]))
+        by_label.setdefault(label, []).append("`%s`%s" % (arch, " (%s)" % ", ".join(notes) if notes else ""))
+    rows += ["", "| class (in the last release that registers it) | architectures |", "|---|---|"]
+    for label in sorted(by_label, key=lambda lab: ([c for c, _ in CLASS_PLAN].index(lab.split("(")[0]), lab)):
+        rows.append("| %s | %s |" % (label, ", ".join(sorted(by_label[label]))))
     return "\n".join(rows) + "\n"

@@ -113,7 +113,12 @@ def running_requests(spec, pool, headroom, draft_tokens=0):
 
 
 def _at_once(pool, target, running):
-    return "%d requests at once, up to %s tokens each (pool / %d)" % (running, _fmt(pool // running), running)
+    """The per-request share of the pool, never above `target` (--context-length: no request is longer)."""
+    share = pool // running
+    if share > target:
+        return ("%d requests at once, up to %s tokens each (--context-length; pool / %d is %s)"
+                % (running, _fmt(target), running, _fmt(share)))
+    return "%d requests at once, up to %s tokens each (pool / %d)" % (running, _fmt(share), running)
 
 
 def launches(spec):

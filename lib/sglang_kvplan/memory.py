@@ -10,10 +10,11 @@ calibration (the 'avail mem' that 'Load weight begin/end' logs), or estimated be
 
 import math
 
+from .architectures import architecture, release_table
 from .linear import state_pool
 from .model import attn_tp_size, cell_bytes, mtp_head_gib, mtp_head_weights, text_config
 from .pages import pool_page
-from .spec import KVPlanError
+from .spec import KVPlanError, gpu_major
 
 GIB = 1 << 30
 MIB_PER_GIB = 1024
@@ -87,6 +88,29 @@ def is_multimodal(spec):
     return bool(set(archs) & set(rules["multimodal_archs"])) or text_config(config) is not config
 
 
+# 0.5.23 arg_groups/model_overrides/qwen3_vl.py large_hopper_qwen3_vl_model_type and _qwen3vl_hopper_serving_overrides:
+# on an SM 9.x GPU of 60 GiB or more, for these model types, on one node with no --mm-feature-transport given, the
+# override sets SGLANG_VLM_CACHE_SIZE_MB to 0 and the cuda_ipc transport on, and at --max-running-requests 400 or
+# more SGLANG_MM_FEATURE_CACHE_MB to 3 GiB.
+HOPPER_MM_MIN_MIB = 60 * 1024
+HOPPER_MM_MODEL_TYPES = ("qwen3_vl", "qwen3_vl_moe")
+HOPPER_MM_WAVE = 400
+HOPPER_MM_WAVE_MIB = 3 * 1024
+
+
+def transport_override(spec):
+    """The model override's file:line where the release turns the cuda_ipc feature transport on by itself for
+    this checkpoint and GPU (releases/architectures.json `mm_transport_override`, conditions above), else None."""
+    arch = architecture(spec["model_config"])
+    entry = (release_table(spec["_release"]) or {}).get(arch) or {}
+    where = entry.get("mm_transport_override")
+    if (where is None or gpu_major(spec) != 9 or (spec.get("gpu_memory_mib") or 0) < HOPPER_MM_MIN_MIB
+            or spec.get("nnodes", 1) != 1 or spec.get("mm_feature_transport") is not None
+            or spec["model_config"].get("model_type") not in HOPPER_MM_MODEL_TYPES):
+        return None
+    return where
+
+
 def mm_reserve_gib(spec):
     """GiB the release keeps out of the profile for a multimodal checkpoint (0.5.18+
     mem_cache/kv_cache_configurator.py mm_runtime_reservation_gb, 0.5.23:202-219): its embedding cache
@@ -97,6 +121,9 @@ def mm_reserve_gib(spec):
     rules = spec["_rules"]
     if not rules["mm_reserve_mib"] or not is_multimodal(spec):
         return 0.0
+    if transport_override(spec):  # the embedding cache off, the feature pools on (transport_override)
+        wave = (spec.get("max_running_requests") or 0) >= HOPPER_MM_WAVE
+        return (HOPPER_MM_WAVE_MIB if wave else rules.get("mm_feature_reserve_mib") or 0) / MIB_PER_GIB
     mib = rules["mm_reserve_mib"]
     if spec.get("mm_feature_transport") in ("cuda_ipc", "cuda_vmm"):
         mib += rules.get("mm_feature_reserve_mib") or 0

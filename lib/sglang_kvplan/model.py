@@ -12,7 +12,7 @@ Mirrors SGLang's model_runner / pool_configurator (docs/kv-pool-formula.md has t
 import math
 
 from . import linear, sliding, sparse
-from .architectures import GEMMA3, check_architecture
+from .architectures import GEMMA3, check_architecture, one_pool_over_windows
 from .refusals import check_launch, check_lora
 from .releases import ELEM_BYTES, MODEL_FREE_ALGORITHMS, OWN_GEOMETRY_ALGORITHMS, RULES, first_release_with
 from .rope import derived_context, scaled_window
@@ -41,15 +41,21 @@ def _field(config, name, default=None, where="model_config"):
         raise KVPlanError("%s: %r must be a positive integer in the model's config.json, got %s%s. Is this "
                           "a decoder-only checkpoint's config.json?"
                           % (where, name, shown, " (a string)" if isinstance(value, str) else ""))
-    if value > MAX_CONFIG_INT:
+    if value > _SANE_MAX.get(name, MAX_CONFIG_INT):
         raise KVPlanError("%s: %r is %s in the model's config.json, more than any model has (at most %s): the file "
                           "is damaged or not a model's config.json. Stage the checkpoint again."
                           % (where, name, repr(value)[:20] + ("..." if len(repr(value)) > 20 else ""),
-                             format(MAX_CONFIG_INT, ",")))
+                             format(_SANE_MAX.get(name, MAX_CONFIG_INT), ",")))
     return value
 
 
 MAX_CONFIG_INT = 1 << 31  # sizes, counts and windows of a config.json are int32 in every checkpoint format
+# Tighter bounds where a larger value is no model (the largest published have 126 layers, 128 heads, head_dim 512,
+# kv_lora_rank 512, hidden_size 25,600): a value past them is a damaged file, refused by name before it sizes a
+# pool of nonsense.
+_SANE_MAX = {"num_hidden_layers": 4096, "num_attention_heads": 16_384, "num_key_value_heads": 16_384,
+             "head_dim": 65_536, "v_head_dim": 65_536, "kv_lora_rank": 65_536, "qk_rope_head_dim": 65_536,
+             "hidden_size": 1 << 20}
 
 
 def check_config_types(config, where="model_config"):
@@ -76,8 +82,14 @@ _UNSUPPORTED = (
 )
 
 
-def _unsupported_layout(cfg):
+# The window keys: a second pool only where the release sizes the architecture as hybrid SWA.
+_WINDOW_KEYS = ("sliding_window", "layer_types", "attention_chunk_size")
+
+
+def _unsupported_layout(cfg, windows_in_one_pool=False):
     for key, what in _UNSUPPORTED:
+        if windows_in_one_pool and key in _WINDOW_KEYS:
+            continue  # the release sizes these layers in one pool over every layer (architectures.py)
         value = cfg.get(key)
         if key == "sliding_window" and not cfg.get("use_sliding_window", "use_sliding_window" not in cfg):
             continue  # Qwen2/3 carry a sliding_window they do not use
@@ -92,6 +104,8 @@ def check_geometry(spec):
     """Refuse configs and parallelism the formula cannot size, with the knob to change."""
     check_config_types(spec["model_config"])
     check_lora(spec)
+    if spec.get("max_total_tokens") is not None:
+        return  # a pool sized by hand (hand_pool.py): the layout is the operator's, the planner sizes no cell
     cfg = text_config(spec["model_config"])
     # The architecture decides first (architectures.py): an unknown one is refused, never planned as another.
     # Gemma 3 carries sliding_window/layer_types that the releases it is known on turn off (one plain pool).
@@ -99,7 +113,8 @@ def check_geometry(spec):
     # A sliding-window architecture the planner sizes (sliding.py) carries the keys below by design.
     planned_hybrid = (sliding.layout(spec["model_config"]) or linear.layout(spec["model_config"])
                       or sparse.is_sparse(spec["model_config"]))
-    unsupported = None if arch in GEMMA3 or planned_hybrid else _unsupported_layout(cfg)
+    unsupported = None if arch in GEMMA3 or planned_hybrid else _unsupported_layout(
+        cfg, one_pool_over_windows(spec["model_config"], spec["_release"]))
     if unsupported:
         raise KVPlanError("model_config: this checkpoint uses %s (config.json has %r), which the planner cannot "
                           "size: its plan would be wrong. Size it by hand with --max-total-tokens, or choose a "

@@ -20,8 +20,20 @@ reaches the target (plus a margin while P and A are estimates).
 import math
 
 from . import concurrency, fill, linear, sliding, sparse
+from .architectures import fallback_note
+from .hand_pool import plan_by_hand
 from .linear import state_pool
-from .memory import GIB, draft_weights, fraction_ceiling, memory, mm_reserve_gib, pool_tokens, profile_post
+from .memory import (
+    GIB,
+    HOPPER_MM_WAVE,
+    draft_weights,
+    fraction_ceiling,
+    memory,
+    mm_reserve_gib,
+    pool_tokens,
+    profile_post,
+    transport_override,
+)
 from .model import (
     cell_bytes,
     context_window,
@@ -287,6 +299,9 @@ def plan(raw_spec):
         raise KVPlanError("spec key 'context_target' (group_vars sglang_context_target) is needed "
                           "for a plan: the longest prompt + completion, in tokens, one request may use.")
     release = spec["_release"]
+    if spec["max_total_tokens"] is not None:  # a pool sized by hand: the cell is not the planner's (hand_pool.py)
+        pre, post, calibrated, assumptions = memory(spec)
+        return plan_by_hand(spec, pre, post, calibrated, assumptions, _hand_args)
     pre, post, calibrated, assumptions = memory(spec)
     budget = Budget(spec, post, pre)
     page = pool_page(spec)  # the page SGLang will really use (pages.py), which floors the pool
@@ -336,6 +351,8 @@ def plan(raw_spec):
         assumptions.append(budget.draft_note)
     if page_note(spec):
         assumptions.append(page_note(spec))
+    if fallback_note(spec["model_config"], release):
+        assumptions.append(fallback_note(spec["model_config"], release))
     if sliding.layout(spec["model_config"]):  # the second pool must admit a request (the trade-off says it)
         sliding.check_pool(spec, pool, page)
     if spec["pool_rules"] is not None:
@@ -352,6 +369,7 @@ def plan(raw_spec):
         running, running_why = linear.cap_running(budget.state, budget.rest(fraction), running, running_why)
     if filled.get("running"):
         running, running_why = filled["running"], "as the boot this plan keeps ran it (the same pool and target)"
+    running, running_why = _override_lines(spec, running, running_why, assumptions)
     per_table = max(running // concurrency.attn_dp(spec), 1)
     parts = concurrency.headroom_parts(spec, per_table, left, draft_tokens)
     args = parallel_args(spec) + ["--context-length", str(target)]
@@ -421,6 +439,35 @@ def plan(raw_spec):
         # Only for a server across nodes, so a one-node plan stays the dict it always was.
         result.update(nnodes=spec["nnodes"], node_rank=spec["node_rank"], limiting_node=spec["limiting_node"])
     return result
+
+
+def _hand_args(spec, target, cap, fraction, running):
+    """The launch flags of a hand-set pool (hand_pool.py): the pin, the fraction, and the flags beside the pool."""
+    args = parallel_args(spec) + ["--context-length", str(target), "--max-total-tokens", str(cap),
+                                  "--mem-fraction-static", "%.3f" % fraction, "--max-running-requests", str(running)]
+    if spec["kv_cache_dtype"] != "auto":
+        args += ["--kv-cache-dtype", spec["kv_cache_dtype"]]
+    if spec["page_size"] != 1:
+        args += ["--page-size", str(spec["page_size"])]
+    return args + speculative_args(spec) + model_args(spec) + node_args(spec)
+
+
+def _override_lines(spec, running, why, assumptions):
+    """The release's model and draft overrides that change memory or the running requests, as plan lines; the
+    running requests kept below the Qwen3-VL wave at which the reserve planned would grow (memory.py)."""
+    where = transport_override(spec)
+    if where is not None:
+        if spec["max_running_requests"] is None and running >= HOPPER_MM_WAVE:
+            running, why = HOPPER_MM_WAVE - 1, ("%d: at %d or more SGLang keeps 3 GiB of feature pools for this "
+                                                "model (%s), not the 1 GiB planned" % (HOPPER_MM_WAVE - 1,
+                                                                                       HOPPER_MM_WAVE, where))
+        assumptions.append("SGLang %s's model override (%s) turns the cuda_ipc feature transport on for this model "
+                           "on a Hopper GPU of 60 GiB or more: %.0f GiB of the KV budget is kept for its feature "
+                           "pools (its embedding cache off)" % (spec["_release"], where, mm_reserve_gib(spec)))
+    if spec["speculative"] and spec["speculative"]["algorithm"] == "NEXTN":
+        assumptions.append("NEXTN: SGLang sets --max-running-requests 48 when none is given (0.5.23 "
+                           "arg_groups/speculative_hook.py); the plan gives %d" % running)
+    return running, why
 
 
 def _limited_by(spec, text):

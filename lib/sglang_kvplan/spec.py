@@ -62,6 +62,9 @@ _KEYS = {
     "preload_overhead_gib": ("nonneg_float", 1.5),
     "context_target": ("pos_int", None),
     "max_running_requests": ("pos_int", None),
+    # A pool sized by hand (hand_pool.py): --max-total-tokens pinned to it, the cell not sized, the architecture
+    # not checked (what the planner refuses, the operator sizes).
+    "max_total_tokens": ("pos_int", None),
     "min_headroom_gib": ("headroom", 4.0),
     "uncalibrated_margin": ("nonneg_float", 0.10),
     # A server across nodes (server.py): derived by the role from sglang_nodes and rank 0's address.

@@ -11,6 +11,7 @@ import zipfile
 
 import pytest
 import sglang_kvplan as kv
+from sglang_kvplan import architectures
 from sglang_kvplan.architectures import KNOWN, LINEAR, SLIDING, SPARSE
 
 H200 = {"gpu_memory_mib": 143_771, "context_target": 32_768, "version": "0.5.23", "pool_policy": "target"}
@@ -59,10 +60,20 @@ def test_kimi_linear_is_planned_by_its_own_layers():
     assert kv.plan(dict(H200, model_config=KIMI_LINEAR, pool_policy="fill", checkpoint_gib=91.6))["state_slots"] > 0
 
 
-def test_an_invented_architecture_is_refused_with_what_is_known():
-    message = refusal(dict(GQA, architectures=["FancyNewForCausalLM"]))
-    assert "architectures FancyNewForCausalLM is not one the planner knows" in message
-    assert "Qwen2/Qwen3" in message and "--max-total-tokens" in message
+def test_an_unregistered_architecture_is_planned_as_the_transformers_fallback_with_a_line_saying_so():
+    # 0.5.23 serves an architecture it does not register through TransformersForCausalLM, with the plain pool
+    plan = kv.plan(dict(H200, model_config=dict(GQA, architectures=["FancyNewForCausalLM"]), checkpoint_gib=15.0))
+    assert plan["kv_bytes_per_token"] == 8 * 256 * 32 * 2
+    assert any("FancyNewForCausalLM is not registered by SGLang 0.5.23" in line and "Transformers fallback" in line
+               for line in plan["assumptions"])
+
+
+def test_an_unregistered_architecture_without_a_plain_layout_is_refused():
+    message = refusal(dict(GQA, architectures=["FancyNewForCausalLM"], multi_query_group_num=2), checkpoint_gib=15.0)
+    assert "FancyNewForCausalLM is not registered by SGLang 0.5.23" in message
+    assert "'multi_query_group_num'" in message and "sglang_max_total_tokens" in message
+    message = refusal(dict(GQA, architectures=["FancyNewForCausalLM"], sliding_window=4096), checkpoint_gib=15.0)
+    assert "sliding-window" in message
 
 
 @pytest.mark.parametrize("value", [[], "LlamaForCausalLM", [3], [""]])
@@ -79,10 +90,11 @@ def test_the_architecture_decides_before_the_keys():
     assert kv.cell_bytes(dict(model_config=dict(GQA, architectures=["LlamaForCausalLM"]))) == 8 * 256 * 32 * 2
 
 
-def test_every_preset_names_a_known_architecture():
+def test_every_preset_names_an_architecture_the_pinned_release_registers():
     for name, preset in kv.load_presets().items():
-        archs = preset["config"]["architectures"]
-        assert archs[0] in KNOWN or archs[0] in SLIDING or archs[0] in LINEAR or archs[0] in SPARSE, name
+        arch = preset["config"]["architectures"][0]
+        assert arch in KNOWN or arch in SLIDING or arch in LINEAR or arch in SPARSE or (
+            architectures.pool_class(arch, "0.5.23") in ("full", "mla", "window_one_pool", "reward")), name
 
 
 def test_gemma3_27b_on_h200_at_0_5_23_is_one_plain_pool():
