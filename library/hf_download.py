@@ -706,7 +706,10 @@ def survey(p, endpoint, token):
         if not content_ok(p["path"], name, digests.get(name), verified):
             differs.append(name)
     if verified != read_verified(p["path"]) and os.path.isdir(p["path"]):
-        write_verified(p["path"], verified)
+        try:
+            write_verified(p["path"], verified)
+        except OSError:  # a full disk: only the record of checks done is lost (the next run hashes them again);
+            pass  # the download that follows says what the full disk means for the files
     return commit, files, digests, sorted(set(todo) | set(differs)), differs
 
 
