@@ -658,7 +658,13 @@ def read_ledger(folder):
 
 
 def write_ledger(folder, ledger):
-    write_mapping(folder, LEDGER, ledger)
+    """The ledger written, except on a full disk (or quota): it is only the download's tally, and the fetch that
+    meets the full disk says what it means for the files (disk_full_sentence)."""
+    try:
+        write_mapping(folder, LEDGER, ledger)
+    except OSError as err:
+        if err.errno not in (errno.ENOSPC, errno.EDQUOT):
+            raise
 
 
 def _number(value):
@@ -1055,10 +1061,7 @@ def run(module, p):
         fetched, resumed, written = download(p, endpoint, token, found, todo, deadline, module.warn)
     except Failed as err:
         if lock:
-            try:
-                add_to_ledger(p["path"], ledger, 0, state="joined")
-            except OSError:  # a full disk: the failure above says it; the ledger is only the download's tally
-                pass
+            add_to_ledger(p["path"], ledger, 0, state="joined")
         raise err
     stopped = len(fetched) < len(todo)
     if lock:

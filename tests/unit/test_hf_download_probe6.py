@@ -254,6 +254,7 @@ def test_probe6_d7_a_full_tmpfs_names_the_file_the_part_it_keeps_and_the_resume(
     target.mkdir()
     server = serve(files=files)
     args = module_args("org/model", "main", target, tmp_path / "no-token", "http://127.0.0.1:%d" % server.server_port)
+    args["connections"] = 1  # config.json first, then the weights fill the disk (side by side, either may meet it)
     try:
         rc, out = one_try(args, tmp_path)
         assert rc != 0
@@ -359,3 +360,19 @@ def test_probe6_d8_the_role_knob_reaches_the_module_through_download_yml(tmp_pat
     assert not (tmp_path / "refused" / shard).exists()
     assert allowed.returncode == 0, allowed.stdout + allowed.stderr
     assert (tmp_path / "allowed" / shard).read_bytes() == files[shard]
+
+
+@pytest.mark.parametrize("code, passes", [(errno.ENOSPC, True), (errno.EDQUOT, True), (errno.EACCES, False)])
+def test_probe6_d7_the_ledger_on_a_full_disk_is_left_as_it_was_and_other_errors_still_fail(tmp_path, monkeypatch,
+                                                                                          code, passes):
+    # The ledger is the download's tally: a full disk must not turn a resumable stop into "a defect" (the early
+    # download's end, a settled ledger); any other failure to write it is still an error.
+    def failing(folder, name, data):
+        raise OSError(code, os.strerror(code), os.path.join(folder, name))
+
+    monkeypatch.setattr(hf_download, "write_mapping", failing)
+    if passes:
+        hf_download.write_ledger(str(tmp_path), {"state": "running"})
+    else:
+        with pytest.raises(PermissionError):
+            hf_download.write_ledger(str(tmp_path), {"state": "running"})
