@@ -15,12 +15,12 @@ from sglang_checks import extra_args, flags
 KNOB_KEYS = ("model", "model_config", "weights_gib_per_gpu", "context_target", "tp_size", "pp_size", "dp_size",
              "enable_dp_attention", "kv_cache_dtype", "page_size", "version", "pool_policy",
              "max_running_requests", "preload_overhead_gib", "min_headroom_gib", "uncalibrated_margin",
-             "dist_init_port", "dist_timeout", "rope_scaling")
+             "dist_init_port", "dist_timeout", "rope_scaling", "max_total_tokens")
 # Every knob the spec reads (plan.yml passes exactly these; the check phase reads them from the inventory).
 KNOBS = tuple("sglang_" + key for key in KNOB_KEYS) + (
     "sglang_checkpoint_gib", "sglang_speculative", "sglang_pool_rules", "sglang_gpu_memory_mib",
     "sglang_calibration", "sglang_nodes", "sglang_dist_init_host", "sglang_gpu_compute_capability",
-    "sglang_extra_args", "sglang_gpu_count", "sglang_load_accelerate", "sglang_max_total_tokens")
+    "sglang_extra_args", "sglang_gpu_count", "sglang_load_accelerate")
 # Only the role uses these speculative keys (where the draft comes from), not the planner.
 ROLE_ONLY_SPECULATIVE = ("draft_model_hf_repo", "draft_model_hf_revision")
 
@@ -209,9 +209,6 @@ def spec(host, knobs, per_node, rank0_address, measured=None):
                                          "nsa_decode_backend", "enable_hisparse", "dcp_size")),
         graph_gib=calibration.get("graph_gib"),
         boot_flags=calibration.get("boot_flags"))
-    if knobs.get("sglang_max_total_tokens") not in (None, ""):
-        # a pool sized by hand (the planner pins --max-total-tokens to it); unset, the key stays out of the spec
-        out["max_total_tokens"] = knobs["sglang_max_total_tokens"]
     return out, server, node
 
 

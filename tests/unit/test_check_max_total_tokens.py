@@ -5,6 +5,7 @@ sglang_extra_args' refusal of --max-total-tokens names (the planner's refusals s
 import os
 
 import pytest
+import sglang_kvplan
 import yaml
 from sglang_checks import inputs, planspec, values
 
@@ -66,9 +67,27 @@ def _spec(**extra):
 
 
 def test_the_spec_carries_the_hand_set_pool():
+    assert "max_total_tokens" in planspec.KNOB_KEYS
     assert _spec(sglang_max_total_tokens=123_456)["max_total_tokens"] == 123_456
-    # unset, the planner sizes the pool: the key stays out of the spec
-    assert "max_total_tokens" not in _spec()
+    assert _spec()["max_total_tokens"] is None  # unset: the planner sizes the pool
+
+
+def test_the_plan_pins_the_hand_set_pool():
+    knobs = {name: None for name in planspec.KNOBS}
+    knobs.update(sglang_model="qwen3-32b", sglang_tp_size=4, sglang_version="0.5.23", sglang_context_target=40_960,
+                 sglang_gpu_memory_mib=81_559, sglang_max_total_tokens=123_456)
+    spec, server, _ = planspec.spec("h", knobs, [planspec.node_inputs("h", knobs)], "h")
+    args = planspec.plan(spec, server)["args"]
+    assert args[args.index("--max-total-tokens") + 1] == "123456", args
+
+
+def test_a_hand_set_pool_under_the_target_is_refused_naming_both_knobs():
+    knobs = {name: None for name in planspec.KNOBS}
+    knobs.update(sglang_model="qwen3-32b", sglang_tp_size=4, sglang_version="0.5.23", sglang_context_target=40_960,
+                 sglang_gpu_memory_mib=81_559, sglang_max_total_tokens=20_000)
+    spec, server, _ = planspec.spec("h", knobs, [planspec.node_inputs("h", knobs)], "h")
+    with pytest.raises(sglang_kvplan.KVPlanError, match="sglang_max_total_tokens 20,000 is less than context_target"):
+        planspec.plan(spec, server)
 
 
 def test_the_defaults_and_the_spec_agree():
