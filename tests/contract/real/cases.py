@@ -143,6 +143,153 @@ MODELS = {
 }
 
 
+def _vision(model_type, **more):
+    return dict({"model_type": model_type}, **more)
+
+
+# Architectures planned by their release's class (releases/architectures.json, issue 46): the fields of each
+# published config.json that the pool and the config class read (model_type as transformers knows it).
+CLASS_MODELS = {
+    # google/gemma-2-27b: windows on every other layer, one pool (the release's override)
+    "gemma-2-27b": {"architectures": ["Gemma2ForCausalLM"], "model_type": "gemma2", "torch_dtype": "bfloat16",
+                    "hidden_size": 4608, "intermediate_size": 36864, "num_hidden_layers": 46,
+                    "num_attention_heads": 32, "num_key_value_heads": 16, "head_dim": 128,
+                    "query_pre_attn_scalar": 144, "sliding_window": 4096, "max_position_embeddings": 8192,
+                    "vocab_size": 256000},
+    # microsoft/phi-4 (Phi3ForCausalLM): 10 KV heads
+    "phi-4": {"architectures": ["Phi3ForCausalLM"], "model_type": "phi3", "torch_dtype": "bfloat16",
+              "hidden_size": 5120, "intermediate_size": 17920, "num_hidden_layers": 40, "num_attention_heads": 40,
+              "num_key_value_heads": 10, "max_position_embeddings": 16384, "vocab_size": 100352,
+              "rope_theta": 250000},
+    # Skywork/Skywork-Reward-Llama-3.1-8B-v0.2: a decoder reward model, the generator's pool
+    "llama-3.1-8b-rm": {"architectures": ["LlamaForSequenceClassification"], "model_type": "llama",
+                        "torch_dtype": "bfloat16", "hidden_size": 4096, "intermediate_size": 14336,
+                        "num_hidden_layers": 32, "num_attention_heads": 32, "num_key_value_heads": 8,
+                        "max_position_embeddings": 131072, "vocab_size": 128256, "num_labels": 1,
+                        "rope_theta": 500000.0,
+                        "rope_scaling": {"factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+                                         "original_max_position_embeddings": 8192, "rope_type": "llama3"}},
+    # xai-org/grok-2 (Grok1ForCausalLM; its config.json names model_type "git")
+    "grok-2": {"architectures": ["Grok1ForCausalLM"], "model_type": "git", "torch_dtype": "bfloat16",
+               "hidden_size": 8192, "intermediate_size": 32768, "moe_intermediate_size": 16384,
+               "num_hidden_layers": 64, "num_attention_heads": 64, "num_key_value_heads": 8, "head_dim": 128,
+               "num_local_experts": 8, "num_experts_per_tok": 2, "residual_moe": True,
+               "max_position_embeddings": 131072, "vocab_size": 131072, "rope_theta": 208533496},
+    # MiniMaxAI/MiniMax-M2 (MiniMaxM2ForCausalLM)
+    "minimax-m2": {"architectures": ["MiniMaxM2ForCausalLM"], "model_type": "minimax_m2", "torch_dtype": "bfloat16",
+                   "hidden_size": 3072, "intermediate_size": 1536, "num_hidden_layers": 62,
+                   "num_attention_heads": 48, "num_key_value_heads": 8, "head_dim": 128, "rotary_dim": 64,
+                   "num_local_experts": 256, "num_experts_per_tok": 8, "use_qk_norm": True,
+                   "qk_norm_type": "per_layer", "max_position_embeddings": 196608, "vocab_size": 200064,
+                   "rope_theta": 5000000},
+    # zai-org/GLM-4.6 (Glm4MoeForCausalLM)
+    "glm-4.6": {"architectures": ["Glm4MoeForCausalLM"], "model_type": "glm4_moe", "torch_dtype": "bfloat16",
+                "hidden_size": 5120, "intermediate_size": 12288, "moe_intermediate_size": 1536,
+                "num_hidden_layers": 92, "num_attention_heads": 96, "num_key_value_heads": 8, "head_dim": 128,
+                "n_routed_experts": 160, "n_shared_experts": 1, "num_experts_per_tok": 8,
+                "first_k_dense_replace": 3, "partial_rotary_factor": 0.5, "max_position_embeddings": 202752,
+                "vocab_size": 151552, "num_nextn_predict_layers": 1, "use_qk_norm": True},
+    # zai-org/GLM-4.5V (Glm4vMoeForConditionalGeneration): GLM-4.5-Air's text model under text_config
+    "glm-4.5v": {"architectures": ["Glm4vMoeForConditionalGeneration"], "model_type": "glm4v_moe",
+                 "torch_dtype": "bfloat16",
+                 "text_config": {"model_type": "glm4v_moe_text", "hidden_size": 4096, "intermediate_size": 10944,
+                                 "moe_intermediate_size": 1408, "num_hidden_layers": 46, "num_attention_heads": 96,
+                                 "num_key_value_heads": 8, "head_dim": 128, "n_routed_experts": 128,
+                                 "n_shared_experts": 1, "num_experts_per_tok": 8, "first_k_dense_replace": 1,
+                                 "partial_rotary_factor": 0.5, "max_position_embeddings": 65536,
+                                 "vocab_size": 151552, "torch_dtype": "bfloat16",
+                                 "rope_scaling": {"rope_type": "default", "mrope_section": [8, 12, 12]}},
+                 "vision_config": _vision("glm4v_moe", depth=24, hidden_size=1536, out_hidden_size=4096)},
+    # mistralai/Mistral-Small-3.2-24B-Instruct-2506 (Mistral3ForConditionalGeneration)
+    "mistral-small-3.2": {"architectures": ["Mistral3ForConditionalGeneration"], "model_type": "mistral3",
+                          "torch_dtype": "bfloat16",
+                          "text_config": {"model_type": "mistral", "hidden_size": 5120, "intermediate_size": 32768,
+                                          "num_hidden_layers": 40, "num_attention_heads": 32,
+                                          "num_key_value_heads": 8, "head_dim": 128,
+                                          "max_position_embeddings": 131072, "vocab_size": 131072,
+                                          "rope_theta": 1000000000.0, "torch_dtype": "bfloat16"},
+                          "vision_config": _vision("pixtral", hidden_size=1024, num_hidden_layers=24,
+                                                   num_attention_heads=16, image_size=1540, patch_size=14)},
+    # Qwen/Qwen3-VL-235B-A22B-Instruct (Qwen3VLMoeForConditionalGeneration)
+    "qwen3-vl-235b": {"architectures": ["Qwen3VLMoeForConditionalGeneration"], "model_type": "qwen3_vl_moe",
+                      "torch_dtype": "bfloat16",
+                      "text_config": {"model_type": "qwen3_vl_moe_text", "hidden_size": 4096,
+                                      "intermediate_size": 12288, "moe_intermediate_size": 1536,
+                                      "num_hidden_layers": 94, "num_attention_heads": 64, "num_key_value_heads": 4,
+                                      "head_dim": 128, "num_experts": 128, "num_experts_per_tok": 8,
+                                      "max_position_embeddings": 262144, "vocab_size": 151936,
+                                      "rope_theta": 5000000, "torch_dtype": "bfloat16",
+                                      "rope_scaling": {"rope_type": "default", "mrope_section": [24, 20, 20],
+                                                       "mrope_interleaved": True}},
+                      "vision_config": _vision("qwen3_vl_moe", depth=27, hidden_size=1152, out_hidden_size=4096,
+                                               deepstack_visual_indexes=[8, 16, 24])},
+    # baidu/ERNIE-4.5-300B-A47B-PT (Ernie4_5_MoeForCausalLM)
+    "ernie-4.5-300b": {"architectures": ["Ernie4_5_MoeForCausalLM"], "model_type": "ernie4_5_moe",
+                       "torch_dtype": "bfloat16", "hidden_size": 8192, "intermediate_size": 28672,
+                       "moe_intermediate_size": 3584, "num_hidden_layers": 54, "num_attention_heads": 64,
+                       "num_key_value_heads": 8, "head_dim": 128, "moe_num_experts": 64, "moe_k": 8,
+                       "moe_layer_start_index": 3, "max_position_embeddings": 131072, "vocab_size": 103424,
+                       "rope_theta": 500000},
+    # ByteDance-Seed/Seed-OSS-36B-Instruct: not registered by 0.5.23 (its Transformers fallback)
+    "seed-oss-36b": {"architectures": ["SeedOssForCausalLM"], "model_type": "seed_oss", "torch_dtype": "bfloat16",
+                     "hidden_size": 5120, "intermediate_size": 27648, "num_hidden_layers": 64,
+                     "num_attention_heads": 80, "num_key_value_heads": 8, "head_dim": 128,
+                     "max_position_embeddings": 524288, "vocab_size": 155136, "rope_theta": 10000000.0},
+    # THUDM/GLM-4-32B-0414 (Glm4ForCausalLM): 2 KV heads
+    "glm-4-32b": {"architectures": ["Glm4ForCausalLM"], "model_type": "glm4", "torch_dtype": "bfloat16",
+                  "hidden_size": 6144, "intermediate_size": 23040, "num_hidden_layers": 61,
+                  "num_attention_heads": 48, "num_key_value_heads": 2, "head_dim": 128,
+                  "partial_rotary_factor": 0.5, "max_position_embeddings": 32768, "vocab_size": 151552},
+    # allenai/OLMo-2-1124-13B (Olmo2ForCausalLM): MHA
+    "olmo-2-13b": {"architectures": ["Olmo2ForCausalLM"], "model_type": "olmo2", "torch_dtype": "bfloat16",
+                   "hidden_size": 5120, "intermediate_size": 13824, "num_hidden_layers": 40,
+                   "num_attention_heads": 40, "num_key_value_heads": 40, "max_position_embeddings": 4096,
+                   "vocab_size": 100352},
+    # allenai/OLMoE-1B-7B-0924 (OlmoeForCausalLM)
+    "olmoe-1b-7b": {"architectures": ["OlmoeForCausalLM"], "model_type": "olmoe", "torch_dtype": "bfloat16",
+                    "hidden_size": 2048, "intermediate_size": 1024, "num_hidden_layers": 16,
+                    "num_attention_heads": 16, "num_key_value_heads": 16, "num_experts": 64,
+                    "num_experts_per_tok": 8, "max_position_embeddings": 4096, "vocab_size": 50304},
+    # ibm-granite/granite-3.3-8b-instruct (GraniteForCausalLM)
+    "granite-3.3-8b": {"architectures": ["GraniteForCausalLM"], "model_type": "granite", "torch_dtype": "bfloat16",
+                       "hidden_size": 4096, "intermediate_size": 12800, "num_hidden_layers": 40,
+                       "num_attention_heads": 32, "num_key_value_heads": 8, "max_position_embeddings": 131072,
+                       "vocab_size": 49159, "rope_theta": 10000000.0, "attention_multiplier": 0.0078125,
+                       "embedding_multiplier": 12.0, "logits_scaling": 16.0, "residual_multiplier": 0.22},
+    # google/gemma-7b (GemmaForCausalLM): head_dim 256
+    "gemma-7b": {"architectures": ["GemmaForCausalLM"], "model_type": "gemma", "torch_dtype": "bfloat16",
+                 "hidden_size": 3072, "intermediate_size": 24576, "num_hidden_layers": 28,
+                 "num_attention_heads": 16, "num_key_value_heads": 16, "head_dim": 256,
+                 "max_position_embeddings": 8192, "vocab_size": 256000},
+    # stabilityai/stablelm-2-12b (StableLmForCausalLM)
+    "stablelm-2-12b": {"architectures": ["StableLmForCausalLM"], "model_type": "stablelm", "torch_dtype": "bfloat16",
+                       "hidden_size": 5120, "intermediate_size": 13824, "num_hidden_layers": 40,
+                       "num_attention_heads": 32, "num_key_value_heads": 8, "max_position_embeddings": 4096,
+                       "vocab_size": 100352, "partial_rotary_factor": 0.25},
+    # Qwen/Qwen3-Reranker-8B style sequence classification on Qwen3-8B (Qwen3ForSequenceClassification)
+    "qwen3-8b-seqcls": {"architectures": ["Qwen3ForSequenceClassification"], "model_type": "qwen3",
+                        "torch_dtype": "bfloat16", "hidden_size": 4096, "intermediate_size": 12288,
+                        "num_hidden_layers": 36, "num_attention_heads": 32, "num_key_value_heads": 8,
+                        "head_dim": 128, "max_position_embeddings": 40960, "vocab_size": 151669, "num_labels": 1},
+    # baidu/ERNIE-4.5-0.3B-PT (Ernie4_5_ForCausalLM)
+    "ernie-4.5-0.3b": {"architectures": ["Ernie4_5_ForCausalLM"], "model_type": "ernie4_5", "torch_dtype": "bfloat16",
+                       "hidden_size": 1024, "intermediate_size": 3072, "num_hidden_layers": 18,
+                       "num_attention_heads": 16, "num_key_value_heads": 2, "head_dim": 128,
+                       "max_position_embeddings": 131072, "vocab_size": 103424, "rope_theta": 500000},
+    # CohereLabs/c4ai-command-r-v01 (CohereForCausalLM): MHA, one pool
+    "command-r": {"architectures": ["CohereForCausalLM"], "model_type": "cohere", "torch_dtype": "float16",
+                  "hidden_size": 8192, "intermediate_size": 22528, "num_hidden_layers": 40,
+                  "num_attention_heads": 64, "num_key_value_heads": 64, "max_position_embeddings": 131072,
+                  "vocab_size": 256000, "logit_scale": 0.0625, "use_qk_norm": False},
+    # bigcode/starcoder2-15b (Starcoder2ForCausalLM): 4 KV heads
+    "starcoder2-15b": {"architectures": ["Starcoder2ForCausalLM"], "model_type": "starcoder2",
+                       "torch_dtype": "bfloat16", "hidden_size": 6144, "intermediate_size": 24576,
+                       "num_hidden_layers": 40, "num_attention_heads": 48, "num_key_value_heads": 4,
+                       "max_position_embeddings": 16384, "vocab_size": 49152, "sliding_window": None},
+}
+MODELS.update(CLASS_MODELS)
+
+
 YARN = {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 32768}
 
 
@@ -262,6 +409,49 @@ MATRIX = [
     _case("kimi-linear-fill-h200", "h200", "kimi-linear-48b", tp_size=1, context_target=262144, checkpoint_gib=91.6),
     _case("kimi-linear-tp2-fill-b200", "b200", "kimi-linear-48b", tp_size=2, context_target=262144,
           checkpoint_gib=91.6),
+    # Every architecture planned by its release's class on an H200 at TP 8 (issue 46), 0.5.23: the pool sized by
+    # the release's own configurator from the plan's memory (_pools: the classes beyond the first hand list)
+    _case("gemma2-27b-tp8-h200", "h200", "gemma-2-27b", only=("0.5.23",), tp_size=8, context_target=8192,
+          checkpoint_gib=50.8),
+    _case("phi4-tp2-h200", "h200", "phi-4", only=("0.5.23",), tp_size=2, context_target=16384, checkpoint_gib=27.3),
+    _case("llama-rm-h200", "h200", "llama-3.1-8b-rm", only=("0.5.23",), tp_size=1, context_target=131072,
+          checkpoint_gib=15.0),
+    _case("grok2-tp8-h200", "h200", "grok-2", only=("0.5.23",), tp_size=8, context_target=131072,
+          checkpoint_gib=500.0),
+    _case("minimax-m2-tp8-h200", "h200", "minimax-m2", only=("0.5.23",), tp_size=8, context_target=196608,
+          checkpoint_gib=214.0),
+    _case("glm46-tp8-h200", "h200", "glm-4.6", only=("0.5.23",), tp_size=8, context_target=131072,
+          checkpoint_gib=665.0),
+    _case("glm45v-tp8-h200", "h200", "glm-4.5v", only=("0.5.23",), tp_size=8, context_target=65536,
+          checkpoint_gib=201.0),
+    _case("mistral-small-tp8-h200", "h200", "mistral-small-3.2", only=("0.5.23",), tp_size=8,
+          context_target=131072, checkpoint_gib=44.7),
+    _case("qwen3-vl-235b-tp8-h200", "h200", "qwen3-vl-235b", only=("0.5.23",), tp_size=8, context_target=262144,
+          checkpoint_gib=438.0),
+    _case("ernie45-tp8-h200", "h200", "ernie-4.5-300b", only=("0.5.23",), tp_size=8, context_target=131072,
+          checkpoint_gib=560.0),
+    _case("seed-oss-tp8-h200", "h200", "seed-oss-36b", only=("0.5.23",), tp_size=8, context_target=131072,
+          checkpoint_gib=67.4),
+    _case("glm4-32b-tp8-h200", "h200", "glm-4-32b", only=("0.5.23",), tp_size=8, context_target=32768,
+          checkpoint_gib=61.0),
+    _case("olmo2-13b-tp8-h200", "h200", "olmo-2-13b", only=("0.5.23",), tp_size=8, context_target=4096,
+          checkpoint_gib=27.0),
+    _case("olmoe-tp8-h200", "h200", "olmoe-1b-7b", only=("0.5.23",), tp_size=8, context_target=4096,
+          checkpoint_gib=12.9),
+    _case("granite33-tp8-h200", "h200", "granite-3.3-8b", only=("0.5.23",), tp_size=8, context_target=131072,
+          checkpoint_gib=15.2),
+    _case("gemma-7b-tp8-h200", "h200", "gemma-7b", only=("0.5.23",), tp_size=8, context_target=8192,
+          checkpoint_gib=15.9),
+    _case("stablelm2-12b-tp8-h200", "h200", "stablelm-2-12b", only=("0.5.23",), tp_size=8, context_target=4096,
+          checkpoint_gib=22.9),
+    _case("qwen3-seqcls-tp8-h200", "h200", "qwen3-8b-seqcls", only=("0.5.23",), tp_size=8, context_target=40960,
+          checkpoint_gib=15.3),
+    _case("ernie45-03b-tp8-h200", "h200", "ernie-4.5-0.3b", only=("0.5.23",), tp_size=8, context_target=131072,
+          checkpoint_gib=0.7),
+    _case("command-r-tp8-h200", "h200", "command-r", only=("0.5.23",), tp_size=8, context_target=131072,
+          checkpoint_gib=65.0),
+    _case("starcoder2-15b-tp8-h200", "h200", "starcoder2-15b", only=("0.5.23",), tp_size=8, context_target=16384,
+          checkpoint_gib=30.0),
 ]
 
 RELEASES = ("0.5.23", "0.5.15")
@@ -341,6 +531,8 @@ def _pools(plan, spec=None):
     config = spec and (spec.get("model_config") or sglang_kvplan.load_presets()[spec["model"]]["config"])
     if config and architectures.architecture(config) in architectures.GEMMA3:
         return {"full": plan["predicted_pool_tokens"]}  # one plain pool: the split turned off
+    if config and _by_class(config) and plan["pool_policy"] == "fill":
+        return {"full": plan["predicted_pool_tokens"]}  # one plain pool, sized by the release's configurator
     if "sliding_window_pool_tokens" in plan:
         return {"full": plan["predicted_pool_tokens"], "sliding": plan["sliding_window_pool_tokens"]}
     if "sparse_kv_cache_dtype" in plan:
@@ -349,6 +541,14 @@ def _pools(plan, spec=None):
         return {"full": plan["predicted_pool_tokens"], "state_slots": plan["state_slots"],
                 "running": plan["max_running_requests"]}
     return None
+
+
+def _by_class(config):
+    """An architecture planned by its release's class beyond the first hand list (architectures.KNOWN): its pool
+    is compared with the release's own configurator's."""
+    arch = architectures.architecture(config)
+    return arch is not None and arch not in architectures.KNOWN and arch not in architectures.GEMMA3 and (
+        arch not in architectures.SLIDING and arch not in architectures.LINEAR and arch not in architectures.SPARSE)
 
 
 def probe(spec, plan):
