@@ -21,14 +21,17 @@ from run_double import running_double  # noqa: E402
 
 CT200 = ["--tp", "8", "--trust-remote-code", "--context-length", "200000", "--mem-fraction-static", "0.94"]
 KEY = "sk-rescue-play-secret"
+ROTATED = "sk-rescue-play-rotated"
 ENTRY = {"name": "20261201T090000000000Z", "context_target": 200_000, "current": True,
          "proven": {"at": "2026-12-01T11:00:00+00:00", "pool_tokens": 200_230, "context_length": 200_000}}
 
 
 def _rescue_tasks():
+    """rescue.yml's tasks after the rescue phase: the restored key read, the proof, the end."""
     with open(os.path.join(REPO, "roles/sglang/tasks/rescue.yml")) as handle:
         tasks = yaml.safe_load(handle)
-    return [task for task in tasks if (task.get("sglang_proof") or {}).get("phase") == "prove"
+    return [task for task in tasks if "ansible.builtin.slurp" in task
+            or (task.get("sglang_proof") or {}).get("phase") == "prove"
             or (task.get("sglang_rescue") or {}).get("phase") == "end"]
 
 
@@ -42,13 +45,16 @@ def _rescue_done(entry=ENTRY):
             "said": {"decided": decided, "facts": facts}, "proof": restored_proof(entry)}
 
 
-def _play(tmp_path, port, rescue_done, api_key=KEY):
-    """Run rescue.yml's proof and end tasks against 127.0.0.1:port; (rc, output)."""
+def _play(tmp_path, port, rescue_done, api_key=KEY, restored_key=KEY):
+    """Run rescue.yml's tasks after the rescue phase against 127.0.0.1:port, this run's key api_key and the
+    restored config's restored_key; (rc, output)."""
+    (tmp_path / "sglang.yaml").write_text('api-key: "%s"\n' % restored_key)
     overrides = {  # what main.yml and the inventory give
         "sglang_port": port, "sglang_host": "127.0.0.1", "sglang_api_key": api_key, "sglang_ready_timeout": 0,
         "sglang_smoke_timeout": 30, "_sglang_node_rank": 0, "_sglang_rank0": "localhost",
         "sglang_backup_dir": str(tmp_path / "backups"), "_sglang_rescue_done": rescue_done,
         "_sglang_files": [{"dest": str(tmp_path / "etc" / "sglang.service")}],
+        "_sglang_config_path": str(tmp_path / "sglang.yaml"),
     }
     (tmp_path / "overrides.yml").write_text(json.dumps(overrides))
     play = [{"name": "The rescue's proof of what it restored", "hosts": "localhost", "connection": "local",
@@ -56,7 +62,7 @@ def _play(tmp_path, port, rescue_done, api_key=KEY):
              "vars_files": [os.path.join(REPO, "roles/sglang/defaults/main.yml"),
                             os.path.join(REPO, "roles/sglang/vars/main.yml"), str(tmp_path / "overrides.yml")],
              "tasks": _rescue_tasks()}]
-    assert len(play[0]["tasks"]) == 2
+    assert len(play[0]["tasks"]) == 3
     (tmp_path / "play.yml").write_text(yaml.safe_dump(play))
     env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(REPO, "ansible.cfg"), ANSIBLE_NOCOLOR="1")
     result = subprocess.run([os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), "-v",
@@ -76,7 +82,8 @@ def test_probe6_day2_rescue_yml_s_proof_of_a_restore_that_does_not_answer_says_i
     assert not (tmp_path / "backups").exists()  # a proof that failed records nothing
 
 
-def test_probe6_day2_rescue_yml_proves_the_restored_double_with_the_check_and_moves_its_proof_time(tmp_path):
+def test_probe6_day2_rescue_yml_proves_the_restored_double_with_its_own_key_and_moves_its_proof_time(tmp_path):
+    # the failed run rotated the key (sglang_api_key is the new one); the restored state serves with the old one
     (tmp_path / "etc").mkdir()
     (tmp_path / "etc" / "sglang.service").write_text('ExecStart=x "--context-length" "200000"\n')
     store = store_module.Store(str(tmp_path / "backups"), [str(tmp_path / "etc" / "sglang.service")])
@@ -88,12 +95,13 @@ def test_probe6_day2_rescue_yml_proves_the_restored_double_with_the_check_and_mo
         name = store.mark_proven({"pool_tokens": pool, "context_length": 200_000, "prompt_tokens": 196_004,
                                   "at": "2026-12-01T11:00:00+00:00"}, {"reason": "deployed"})[0]
         entry = next(e for e in store.entries() if e["name"] == name)
-        rc, out = _play(tmp_path, int(url.rsplit(":", 1)[1]), _rescue_done(dict(entry, current=True)))
+        rc, out = _play(tmp_path, int(url.rsplit(":", 1)[1]), _rescue_done(dict(entry, current=True)),
+                        api_key=ROTATED, restored_key=KEY)
     assert rc != 0, out  # the run failed: the change it was asked for did not happen
     assert ("Restored the last proven state %s (context 200000), which serves again (always, for a start that "
             "never became healthy). It proved again with the check (pool %d tokens, context length 200000, a "
             % (name, pool)) in out, out
-    assert "did not prove" not in out and KEY not in out
+    assert "did not prove" not in out and KEY not in out and ROTATED not in out
     proven = next(e for e in store.entries() if e["name"] == name)["proven"]
     assert proven["level"] == "check" and proven["first_at"] == "2026-12-01T11:00:00+00:00"
     assert proven["at"] > proven["first_at"] and proven["prompt_tokens"] == 196_004  # the full proof's kept
