@@ -174,3 +174,7 @@ def test_probe6_day2_rescue_yml_proves_the_restore_between_the_rescue_and_the_en
     assert prove["register"] == "_sglang_rescue_proof" and prove["failed_when"] is False
     assert end["sglang_rescue"]["proved"] == "{{ hostvars[_sglang_rank0]._sglang_rescue_proof | default(none) }}"
     assert end["sglang_rescue"]["said"] == "{{ _sglang_rescue_done.said }}"
+    # the key the restored state serves with, from its own config, read without logging it
+    (key,) = [task for task in tasks if "ansible.builtin.slurp" in task]
+    assert key["no_log"] is True and key["ansible.builtin.slurp"]["src"] == "{{ _sglang_config_path }}"
+    assert "'api_key': _restored_key" in prove["sglang_proof"]["smoke"] and "api-key" in prove["vars"]["_restored_key"]
