@@ -19,8 +19,9 @@ Not modelled, so refused by name: releases whose rules read otherwise (0.5.9-0.5
 too), fp8 below SM100 on 0.5.15-0.5.16 (their configurator counts the tokens by the raw row while flashmla_kv
 allocates the scaled one: 'v32_raw_sized'; the real 0.5.15 code, given an H200 fp8 plan, counts 11 % more tokens),
 a GPU family not known with the dtype left to 'auto', another KV dtype, DSA kernels named in sglang_extra_args,
-HiSparse, a draft (its own indexer rows), pipeline stages, DP attention, and checkpoints whose indexer is shared
-or pooled (indexer_types, index_kpool) or that carry learnable attention sinks.
+HiSparse, a draft other than NEXTN on 0.5.17+ (its own indexer rows; NEXTN's MTP layer is the release's per-layer
+scaling of this cell, one MLA row and one indexer row), pipeline stages, DP attention, and checkpoints whose
+indexer is shared or pooled (indexer_types, index_kpool) or that carry learnable attention sinks.
 """
 
 from .architectures import SPARSE, architecture
@@ -61,6 +62,19 @@ def cell_bytes(spec, cfg, layers):
     return (row + index + index // QUANT_BLOCK * 4) * layers
 
 
+def _draft_name(spec):
+    return "a %s draft" % spec["speculative"]["algorithm"] if spec["speculative"] else "a draft"
+
+
+def _unmodelled_draft(spec):
+    """A draft the planner does not size beside DSA: all but NEXTN (its MTP layer, scaled into the cell per layer,
+    as 0.5.17+ sizes it: dsa_layout 'v32_by_major')."""
+    spec_cfg = spec["speculative"]
+    if not spec_cfg:
+        return False
+    return spec_cfg["algorithm"] != "NEXTN" or spec["_rules"].get("dsa_layout") != "v32_by_major"
+
+
 def check(spec, cfg):
     """Refuse what the formula does not describe, naming the knob."""
     if not is_sparse(spec["model_config"]):
@@ -85,8 +99,11 @@ def check(spec, cfg):
     refusals = (
         (spec["dsa_option"], "sglang_extra_args: %s changes DeepSeek-V3.2's KV layout, which the planner does not "
                              "model; remove it for this model." % spec["dsa_option"]),
-        (spec["speculative"], "sglang_speculative: a draft beside DeepSeek-V3.2 keeps indexer rows of its own, which "
-                              "the planner does not model; leave sglang_speculative empty for this model."),
+        (_unmodelled_draft(spec), "sglang_speculative: %s beside DeepSeek-V3.2 keeps indexer rows of its own, which "
+                                  "the planner models for its NEXTN draft on SGLang 0.5.17 and newer only (the "
+                                  "release's per-layer draft scaling of the cell: one MLA row and one indexer row, "
+                                  "checked against the real configurator); use NEXTN there, or leave "
+                                  "sglang_speculative empty." % _draft_name(spec)),
         (spec["pp_size"] > 1, "sglang_pp_size: pipeline stages of DeepSeek-V3.2 are not modelled; use 1."),
         (spec["enable_dp_attention"], "sglang_enable_dp_attention: DP attention splits DeepSeek-V3.2's indexer per "
                                       "attention-DP worker, which the planner does not model; turn it off."),

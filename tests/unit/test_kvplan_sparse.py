@@ -52,7 +52,8 @@ def refusal(**more):
     ({"version": "0.5.15", "kv_cache_dtype": "fp8_e4m3"}, "counts the pool's tokens by the raw one"),
     ({"gpu_compute_capability": None}, "sglang_gpu_compute_capability"),
     ({"kv_cache_dtype": "fp8_e5m2"}, "only supports bf16/bfloat16 or fp8_e4m3"),
-    ({"speculative": {"algorithm": "NEXTN"}}, "sglang_speculative"),
+    ({"speculative": {"algorithm": "NEXTN"}, "version": "0.5.15"}, "on SGLang 0.5.17 and newer only"),
+    ({"speculative": {"algorithm": "NGRAM"}}, "a NGRAM draft beside DeepSeek-V3.2"),
     ({"pp_size": 2}, "sglang_pp_size"),
     ({"dp_size": 8, "enable_dp_attention": True}, "sglang_enable_dp_attention"),
     ({"dsa_option": "--dsa-decode-backend"}, "--dsa-decode-backend"),
@@ -63,6 +64,15 @@ def refusal(**more):
 ])
 def test_what_the_formula_does_not_describe_is_refused_with_the_knob(more, words):
     assert words in refusal(**more)
+
+
+def test_its_nextn_draft_adds_one_mla_row_and_one_indexer_row_per_token():
+    # 0.5.23 pool_configurator.py: int(target_kv x Ld / L) + the indexer of Ld layers; the real 0.5.23 configurator
+    # counts the same pool (tests/contract/real/cases.py dsv32-nextn-h200, dsv32-nextn-b200)
+    nextn = {"speculative": {"algorithm": "NEXTN"}}
+    assert kv.cell_bytes(spec(H200, **nextn)) - kv.cell_bytes(spec(H200)) == (512 + 64) * 2 + 128 + 4 == 1284
+    plan = kv.plan(spec(H200, **nextn))
+    assert plan["kv_bytes_per_token"] == kv.cell_bytes(spec(H200)) + 1284
 
 
 def test_the_older_release_plans_what_it_counts_the_same_way():

@@ -403,6 +403,12 @@ MATRIX = [
     _case("dsv32-fill-b200", "b200", "deepseek-v3.2", tp_size=8, context_target=131072, checkpoint_gib=641.3),
     _case("dsv32-fp8-h200", "h200", "deepseek-v3.2", only=("0.5.23",), tp_size=8, context_target=131072,
           checkpoint_gib=641.3, kv_cache_dtype="fp8_e4m3"),
+    # DeepSeek-V3.2 with its NEXTN draft (the model card's recipe): the MTP layer's MLA row and indexer row by the
+    # release's per-layer scaling of the cell (0.5.17+; the planner refuses it on 0.5.15)
+    _case("dsv32-nextn-h200", "h200", "deepseek-v3.2", only=("0.5.23",), tp_size=8, context_target=131072,
+          checkpoint_gib=641.3, speculative={"algorithm": "NEXTN"}),
+    _case("dsv32-nextn-b200", "b200", "deepseek-v3.2", only=("0.5.23",), tp_size=8, context_target=131072,
+          checkpoint_gib=641.3, speculative={"algorithm": "NEXTN"}),
     # Gemma 3 27B: one plain pool over every layer (the release turns its sliding-window split off)
     _case("gemma3-tp2-fill-h200", "h200", "gemma-3-27b", tp_size=2, context_target=131072, checkpoint_gib=51.4),
     _case("gemma3-tp2-fill-b200", "b200", "gemma-3-27b", tp_size=2, context_target=131072, checkpoint_gib=51.4),

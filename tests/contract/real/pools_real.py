@@ -78,6 +78,20 @@ def _runner(args, field, model_config, page):
     return runner
 
 
+def _spec_aux(args, runner):
+    """The draft's layers as ModelRunner.init_spec_aux_hidden_state resolves them (0.5.23: the configurator reads
+    spec_aux_config for an EAGLE-family draft; releases without it read the draft's layers another way)."""
+    try:
+        from sglang.srt.model_executor.model_runner_components.spec_aux_hidden_state import (
+            resolve_spec_aux_hidden_state_config,
+        )
+    except ImportError:
+        return
+    runner.spec_aux_config = resolve_spec_aux_hidden_state_config(
+        server_args=args, model_config=runner.model_config, spec_algorithm=runner.spec_algorithm,
+        is_draft_worker=False)
+
+
 def _sized(args, field, runner, budget, page, mixin=()):
     """(pool config, configurator) for `budget` bytes, by the release's own steps: 0.5.22+ the runtime context
     published and KVCacheConfigurator.config_from_budget; 0.5.15 ModelRunner._resolve_memory_pool_config's (the
@@ -93,6 +107,8 @@ def _sized(args, field, runner, budget, page, mixin=()):
         from sglang.srt.mem_cache.kv_cache_configurator import KVCacheConfigurator
 
         runtime_context.publish(args, role="scheduler")
+        if not hasattr(runner, "spec_aux_config"):
+            _spec_aux(args, runner)
         for name in ("config_from_budget", "_apply_token_constraints"):
             setattr(runner, name, types.MethodType(getattr(KVCacheConfigurator, name), runner))
         return runner.config_from_budget(budget), pc.create_memory_pool_configurator(runner)
@@ -154,6 +170,8 @@ def state_pools(args, field, model_config, rest, page):
         from sglang.srt.mem_cache.kv_cache_configurator import KVCacheConfigurator
 
         runtime_context.publish(args, role="scheduler")
+        if not hasattr(runner, "spec_aux_config"):
+            _spec_aux(args, runner)
         runner.hybrid_gdn_config = hybrid_arch.hybrid_gdn_config(model_config)
         runner.hybrid_kda_config = hybrid_arch.hybrid_kda_config(model_config)
         for name in ("config_from_budget", "_apply_token_constraints", "_handle_max_mamba_cache",
