@@ -100,11 +100,13 @@ test: venv chromium prometheus
 	echo "[test] real-contract: $$(( $$(date +%s) - began )) s"; \
 	[ $$checks -eq 0 ] && [ $$scenarios -eq 0 ] && [ $$real -eq 0 ]
 
-# Every SGLang release of the planner's table checked against its own wheel: the flag tables and the pool rules
-# (tests/contract/extract_flags.py, extract_rules.py); the wheels download once into .cache/sglang-wheels.
+# Every SGLang release of the planner's table checked against its own wheel: the flag tables, the pool rules and
+# the architectures with their pool class (tests/contract/extract_flags.py, extract_rules.py,
+# extract_architectures.py); the wheels download once into .cache/sglang-wheels.
 .PHONY: releases
 releases: venv
-	SGLANG_RELEASES=all pytest -q tests/contract/test_release_flags.py tests/contract/test_release_rules.py
+	SGLANG_RELEASES=all pytest -q tests/contract/test_release_flags.py tests/contract/test_release_rules.py \
+	  tests/contract/test_release_architectures.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache .cache
