@@ -12,6 +12,10 @@ import math
 from .memory import fraction_ceiling
 from .spec import KVPlanError
 
+# The largest hand-set pool: 100 million tokens, more than any GPU holds (lib/sglang_checks/values.py bounds the
+# knob the same way before the plan).
+MAX_HAND_POOL = 100_000_000
+
 
 def _fmt(value):
     return format(value, ",")
@@ -21,6 +25,9 @@ def plan_by_hand(spec, pre, post, calibrated, assumptions, extra_args):
     """The plan for a hand-set pool. `extra_args(spec)`: the launch flags that do not depend on the pool
     (parallelism, speculative, model and node flags, from plan.py)."""
     target, asked, page = spec["context_target"], spec["max_total_tokens"], spec["page_size"]
+    if asked > MAX_HAND_POOL:
+        raise KVPlanError("sglang_max_total_tokens %s is more tokens than any GPU holds (at most %s): set the pool "
+                          "you want, in tokens." % (_fmt(asked), _fmt(MAX_HAND_POOL)))
     cap = math.ceil(asked / page) * page
     if target > cap:
         raise KVPlanError("sglang_max_total_tokens %s is less than context_target %s: one request of the target "

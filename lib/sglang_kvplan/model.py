@@ -113,8 +113,12 @@ def check_geometry(spec):
     # A sliding-window architecture the planner sizes (sliding.py) carries the keys below by design.
     planned_hybrid = (sliding.layout(spec["model_config"]) or linear.layout(spec["model_config"])
                       or sparse.is_sparse(spec["model_config"]))
-    unsupported = None if arch in GEMMA3 or planned_hybrid else _unsupported_layout(
-        cfg, one_pool_over_windows(spec["model_config"], spec["_release"]))
+    windows_in_one_pool = one_pool_over_windows(spec["model_config"], spec["_release"])
+    unsupported = None if arch in GEMMA3 or planned_hybrid else _unsupported_layout(cfg, windows_in_one_pool)
+    if windows_in_one_pool:  # the windows are not sized, but a damaged one is still refused by name
+        for name in ("sliding_window", "attention_chunk_size"):
+            if cfg.get(name) is not None:
+                _field(cfg, name)
     if unsupported:
         raise KVPlanError("model_config: this checkpoint uses %s (config.json has %r), which the planner cannot "
                           "size: its plan would be wrong. Size it by hand with --max-total-tokens, or choose a "

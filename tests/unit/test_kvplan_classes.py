@@ -178,8 +178,11 @@ def test_a_hand_set_pool_below_the_context_target_is_refused():
     assert "sglang_max_total_tokens 16,000 is less than context_target 32,768" in message
 
 
-@pytest.mark.parametrize("value", [0, -5, "many", 1.5, True])
+@pytest.mark.parametrize("value", [0, -5, "many", 1.5, True, float("nan"), float("inf"), 10**12, "1e12", None])
 def test_absurd_hand_set_pools_are_refused_naming_the_key(value):
+    if value is None:  # unset: the planner sizes the pool, and ChatGLM stays refused by name
+        assert "multi_query_group_num" in refusal(CHATGLM)
+        return
     message = refusal(CHATGLM, max_total_tokens=value)
     assert "max_total_tokens" in message
 
@@ -192,3 +195,9 @@ def test_absurd_hand_set_pools_are_refused_naming_the_key(value):
 def test_absurd_config_fields_of_a_class_planned_are_refused_by_name(key, value):
     message = refusal(dict(GROK2, **{key: value}))
     assert repr(key) in message and "config.json" in message, message
+
+
+@pytest.mark.parametrize("value", [0, -4096, float("nan"), "4096", 1e12, 10**12])
+def test_absurd_windows_of_a_one_pool_class_are_refused_by_name(value):
+    message = refusal(dict(GEMMA2, sliding_window=value), context_target=8192)
+    assert "'sliding_window'" in message, message
