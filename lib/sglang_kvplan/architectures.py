@@ -155,11 +155,15 @@ def pool_class(arch, release):
 
 
 def one_pool_over_windows(config, release):
-    """True where the release sizes this architecture's windowed layers as one pool over every layer (a model
-    override sets disable_hybrid_swa_memory, or its windows are not hybrid SWA in SGLang): its window keys are not
-    a second pool, and the plain formula is SGLang's."""
+    """True where the release sizes this architecture's windowed layers, if any, as one pool over every layer: a
+    registered architecture of a planned class is hybrid SWA only by the release's list (its class would say so) or
+    by `is_hybrid_swa` in its config (0.5.23 configs/model_config.py is_hybrid_swa_model), so its window keys are
+    not a second pool and the plain formula is SGLang's. Not for the Transformers fallback (its layout is the
+    config's alone) nor the modelled families (their own files read the keys)."""
     arch = architecture(config)
-    return arch is not None and pool_class(arch, release) == "window_one_pool"
+    if arch is None or arch in _FAMILIES or text_layout(config).get("is_hybrid_swa") or config.get("is_hybrid_swa"):
+        return False
+    return pool_class(arch, release) in _PLANNED
 
 
 def fallback_note(config, release):

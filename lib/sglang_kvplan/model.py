@@ -86,11 +86,16 @@ _UNSUPPORTED = (
 _WINDOW_KEYS = ("sliding_window", "layer_types", "attention_chunk_size")
 
 
+def _only_attention(layer_types):
+    """True where layer_types names full and sliding-window attention only (no linear or Mamba layers)."""
+    return isinstance(layer_types, list) and all(t in ("full_attention", "sliding_attention") for t in layer_types)
+
+
 def _unsupported_layout(cfg, windows_in_one_pool=False):
     for key, what in _UNSUPPORTED:
-        if windows_in_one_pool and key in _WINDOW_KEYS:
-            continue  # the release sizes these layers in one pool over every layer (architectures.py)
         value = cfg.get(key)
+        if windows_in_one_pool and key in _WINDOW_KEYS and (key != "layer_types" or _only_attention(value)):
+            continue  # the release sizes these layers in one pool over every layer (architectures.py)
         if key == "sliding_window" and not cfg.get("use_sliding_window", "use_sliding_window" not in cfg):
             continue  # Qwen2/3 carry a sliding_window they do not use
         if key == "layer_types" and isinstance(value, list) and all(v == "full_attention" for v in value):

@@ -53,9 +53,14 @@ def test_gemma2_windows_are_one_pool_as_the_release_override_says():
     assert cell(GEMMA2, context_target=8192) == 2 * 256 * 46 * 2
 
 
-def test_a_windowed_full_class_still_gets_the_key_check():
-    # A full-attention class with a window key the release would split is refused, not planned as one pool
-    assert "sliding-window" in refusal(dict(GROK2, sliding_window=4096))
+def test_a_window_on_a_registered_full_class_is_one_pool_unless_the_config_opts_in():
+    # SGLang 0.5.23 splits a pool only for its hybrid SWA list or a config with is_hybrid_swa (model_config.py
+    # is_hybrid_swa_model): a window elsewhere is one pool over every layer, as the real configurator sizes
+    # Starcoder2's (tests/contract/real/cases.py starcoder2-15b-tp8-h200)
+    assert cell(dict(GROK2, sliding_window=4096)) == cell(GROK2)
+    assert "sliding-window" in refusal(dict(GROK2, sliding_window=4096, is_hybrid_swa=True))
+    # the Transformers fallback's layout is the config's alone: a window there is refused
+    assert "sliding-window" in refusal(dict(GROK2, architectures=["FancyNewForCausalLM"], sliding_window=4096))
 
 
 def test_the_reward_model_is_planned_like_its_generator():
@@ -201,3 +206,8 @@ def test_absurd_config_fields_of_a_class_planned_are_refused_by_name(key, value)
 def test_absurd_windows_of_a_one_pool_class_are_refused_by_name(value):
     message = refusal(dict(GEMMA2, sliding_window=value), context_target=8192)
     assert "'sliding_window'" in message, message
+
+
+def test_linear_layers_on_a_registered_full_class_are_still_refused():
+    layers = ["linear_attention", "full_attention"] * 32
+    assert "mixed layer types" in refusal(dict(GROK2, layer_types=layers))

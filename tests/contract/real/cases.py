@@ -281,11 +281,11 @@ CLASS_MODELS = {
                   "hidden_size": 8192, "intermediate_size": 22528, "num_hidden_layers": 40,
                   "num_attention_heads": 64, "num_key_value_heads": 64, "max_position_embeddings": 131072,
                   "vocab_size": 256000, "logit_scale": 0.0625, "use_qk_norm": False},
-    # bigcode/starcoder2-15b (Starcoder2ForCausalLM): 4 KV heads
+    # bigcode/starcoder2-15b (Starcoder2ForCausalLM): 4 KV heads, a 4,096 window the release keeps in one pool
     "starcoder2-15b": {"architectures": ["Starcoder2ForCausalLM"], "model_type": "starcoder2",
                        "torch_dtype": "bfloat16", "hidden_size": 6144, "intermediate_size": 24576,
                        "num_hidden_layers": 40, "num_attention_heads": 48, "num_key_value_heads": 4,
-                       "max_position_embeddings": 16384, "vocab_size": 49152, "sliding_window": None},
+                       "max_position_embeddings": 16384, "vocab_size": 49152, "sliding_window": 4096},
 }
 MODELS.update(CLASS_MODELS)
 
