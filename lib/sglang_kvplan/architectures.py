@@ -218,7 +218,7 @@ def check_architecture(config, release, where="model_config"):
         raise KVPlanError("%s: %s with %r in its config.json is DeepSeek sparse attention in SGLang %s (%s), which "
                           "the planner sizes for DeepseekV32ForCausalLM only; %s."
                           % (where, arch, entry["sparse_if"], release, entry.get("decided_by"), _hand_sizing()))
-    if kind in _PLANNED:
+    if kind in _PLANNED or kind == "by_config":  # by_config: the text config's keys decide (model.py)
         return arch
     if kind == "refused":
         what = _REFUSED_BY_REASON.get(entry["reason"]) or (
@@ -282,7 +282,9 @@ CLASS_PLAN = (
     ("mla", "planned: one MLA latent row per layer; DeepSeek sparse attention (index_topk) refused"),
     ("window_one_pool", "planned: one pool over every layer (the release sizes its windows so)"),
     ("reward", "planned like its generator (a decoder's reward/classification/embedding head)"),
-    ("multimodal", "as its text model (`multimodal(<class>)`), plus the multimodal reserve"),
+    ("multimodal", "as its text model (`multimodal(<class>)`; `by_config`: a wrapper over decoders of several "
+                   "classes, planned by the plain formula where its config's keys show a plain layout), plus the "
+                   "multimodal reserve"),
     ("hybrid_swa", "refused but gpt-oss (`sliding.py`)"),
     ("linear", "refused but Qwen3-Next, Qwen3.5, Nemotron-H, Kimi-Linear (`linear.py`)"),
     ("sparse", "refused but DeepSeek-V3.2 (`sparse.py`)"),

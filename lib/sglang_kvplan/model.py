@@ -79,6 +79,7 @@ _UNSUPPORTED = (
     ("index_topk", "DeepSeek sparse attention (an indexer cache, and 0.5.23 budgets MQA logits from "
                    "mem_fraction_static)"),
     ("attention_chunk_size", "chunked local attention"),
+    ("linear_attn_config", "linear attention layers (KDA) with a state pool beside the KV pool"),
 )
 
 

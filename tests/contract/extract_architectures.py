@@ -30,7 +30,8 @@ checks, read from its source (the first that names it wins, in this order):
 - window_one_pool: windowed layers SGLang still sizes as one pool over every layer (disable_hybrid_swa_memory, or a
   module that reads sliding_window / attention_chunk_size without being hybrid SWA).
 - multimodal: in `multimodal_model_archs`, with `text`: the class of the text model behind the wrapper (another
-  decoder of the same module, else of the models it imports).
+  decoder of the same module, else of the models it imports; 'by_config' where it imports decoders of several
+  classes and the config's keys decide).
 - full: none of the above: MHA/GQA, one pool over every layer.
 
 Beside the class, `mm_transport_override` names the model override that turns the cuda_ipc feature transport on
@@ -385,12 +386,17 @@ TEXT_CLASSES = ("full", "mla", "window_one_pool", "hybrid_swa", "linear", "spars
 
 
 def _text_class(arch, entries, table, trees, module_of, seen=()):
-    """The class of the text model behind a multimodal wrapper: another decoder of its module's EntryClass, else
-    of the first model module it imports that registers one (followed through wrappers)."""
+    """The class of the text model behind a multimodal wrapper: 'by_config' where it imports decoders of several
+    classes (its config.json's keys decide), else another decoder of its module's EntryClass, else of the first
+    model module it imports that registers one (followed through wrappers)."""
     rel = entries[arch][0]
     same = [a for a, (r, _) in entries.items() if r == rel and a != arch]
     imported = [module_of[m] for m in dict.fromkeys(_imports(trees[rel]).values()) if m in module_of
                 and module_of[m] != rel]
+    backbones = {table[a]["class"] for r in imported for a, (r2, _) in entries.items()
+                 if r2 == r and table[a]["class"] in TEXT_CLASSES}
+    if len(backbones) > 1:  # one wrapper over decoders of several classes (MiniCPM-V): its config decides
+        return "by_config"
     for candidate in same + [a for r in imported for a, (r2, _) in entries.items() if r2 == r]:
         entry = table[candidate]
         if entry["class"] in TEXT_CLASSES:

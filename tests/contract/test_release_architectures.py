@@ -48,7 +48,7 @@ def test_what_0_5_23_registers_as_read_from_its_wheel():
         "LongcatFlashForCausalLM", "Llama4ForConditionalGeneration", "Llama4ForCausalLM", "BertModel",
         "DeepseekV3ForCausalLMNextN", "SeedOssForCausalLM")}
     assert classes == {
-        "Grok1ForCausalLM": "full", "Glm4MoeForCausalLM": "full", "Glm4vMoeForConditionalGeneration": "full",
+        "Grok1ForCausalLM": "full", "Glm4MoeForCausalLM": "full", "Glm4vMoeForConditionalGeneration": "by_config",
         "MiniMaxM2ForCausalLM": "full", "Qwen3VLMoeForConditionalGeneration": "full",
         "Mistral3ForConditionalGeneration": "full", "Gemma2ForCausalLM": "window_one_pool",
         "Phi3ForCausalLM": "full", "Ernie4_5_MoeForCausalLM": "full", "LlamaForSequenceClassification": "reward",

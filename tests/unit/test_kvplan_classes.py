@@ -211,3 +211,12 @@ def test_absurd_windows_of_a_one_pool_class_are_refused_by_name(value):
 def test_linear_layers_on_a_registered_full_class_are_still_refused():
     layers = ["linear_attention", "full_attention"] * 32
     assert "mixed layer types" in refusal(dict(GROK2, layer_types=layers))
+
+
+def test_a_wrapper_over_decoders_of_several_classes_is_planned_by_its_config_keys():
+    # MiniCPM-V's module serves Llama, Qwen2, Qwen3 and Qwen3.5 backbones: the release's table says by_config
+    assert architectures.pool_class("MiniCPMV", "0.5.23") == "by_config"
+    minicpm_v = dict(GQA, architectures=["MiniCPMV"], model_type="minicpmv")
+    assert cell(minicpm_v) == cell(dict(GQA, architectures=["LlamaForCausalLM"]))
+    assert "mixed layer types" in refusal(dict(minicpm_v, layer_types=["linear_attention", "full_attention"] * 16))
+    assert "linear_attn_config" in refusal(dict(minicpm_v, linear_attn_config={"kda_layers": [1]}))
