@@ -24,7 +24,9 @@ def test_every_defect_of_probe_6_has_reproductions():
 def test_a_failing_reproduction_counts_under_its_verdict(tmp_path):
     (tmp_path / "tests" / "unit").mkdir(parents=True)
     (tmp_path / "tests" / "unit" / "test_x.py").write_text(
-        "def test_probe6_d1_kept():\n    pass\n\ndef test_probe6_d1_removed():\n    pass\n\ndef test_other():\n    pass\n")
+        "def test_probe6_d1_kept():\n    pass\n\n"
+        "def test_probe6_d1_removed():\n    pass\n\n"
+        "def test_other():\n    pass\n")
     table = {defect: row for defect, row in rerun.reproductions(str(tmp_path)).items() if defect == "D1"}
     cases = [ET.Element("testcase", classname="tests.unit.test_x", name="test_probe6_d1_kept"),
              ET.Element("testcase", classname="tests.unit.test_x", name="test_probe6_d1_removed[env]"),
