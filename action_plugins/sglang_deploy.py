@@ -64,7 +64,8 @@ def replanner(plan_inputs, task_vars):
 class ActionModule(PhaseAction):
     NAME = "sglang_deploy"
     PHASE_OPTIONS = PHASE_OPTIONS
-    # each phase's argument spec: the options its table names, typed by library/sglang_deploy.py
+    # each phase's argument spec: the options its table names, typed by library/sglang_deploy.py;
+    # PhaseAction.run checks a task's options against it (Ansible's validate_argument_spec) before anything runs
     SPECS = phase_specs(NAME, documented_options(__file__, NAME), PHASE_OPTIONS)
 
     def prepare(self, phase, args, task_vars):

@@ -30,7 +30,8 @@ PHASE_OPTIONS = {
 class ActionModule(PhaseAction):
     NAME = "sglang_rescue"
     PHASE_OPTIONS = PHASE_OPTIONS
-    # each phase's argument spec: the options its table names, typed by library/sglang_rescue.py
+    # each phase's argument spec: the options its table names, typed by library/sglang_rescue.py;
+    # PhaseAction.run checks a task's options against it (Ansible's validate_argument_spec) before anything runs
     SPECS = phase_specs(NAME, documented_options(__file__, NAME), PHASE_OPTIONS)
 
     def run_phase(self, phase, executor, args, run):
