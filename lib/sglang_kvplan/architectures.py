@@ -117,7 +117,7 @@ _REFUSED_BY_CLASS = {
     "encoder": "it is an encoder (embedding or classification) model: SGLang serves it without a decoder's long "
                "context, which is all this planner sizes",
     "draft": "it is a speculative draft head, not a model to serve: name the target model and give the draft with "
-             "sglang_speculative_algorithm / its draft path",
+             "sglang_speculative (its algorithm and draft path)",
 }
 _REFUSED_BY_REASON = {
     "extra_attention_layers": "SGLang counts more attention layers than num_hidden_layers for it (two or more per "
