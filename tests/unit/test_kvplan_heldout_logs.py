@@ -96,38 +96,47 @@ def test_the_planner_would_not_match_the_log_with_another_cell():
 
 
 # A Llama-3.1-8B reward model (Skywork-Reward-Llama-3.1-8B-v0.2, LlamaForSequenceClassification, --is-embedding) on
-# one GPU, SGLang's docs CI of 2025-06 (0.4.6 era: planned with the 0.5.9 rules, the oldest the log tests pin). The CI
-# pins --max-total-tokens 20480, so the logged pool is min(profile, pin): the planner's profile from the log's own P,
-# A and fraction must reach the pin (else SGLang would have logged less), and the reward head must get the
-# generator's cell (the logged K size says which).
-REWARD = {"log": "skywork_reward_llama31_8b_tp1_2025-06.log", "config": "skywork-reward-llama-3.1-8b",
-          "pool_rules": "0.5.9"}
+# one GPU, from SGLang's docs CI: 2025-01 (0.4.1 era) with SGLang's own profile, and 2025-06 (0.4.6 era) with the CI's
+# --max-total-tokens 20480 pin. Both older than the planner's tables: planned with the 0.5.9 rules, the oldest the log
+# tests pin (the one-pool formula is the same). The reward head must get the generator's cell.
+REWARD = {"config": "skywork-reward-llama-3.1-8b", "pool_rules": "0.5.9"}
+REWARD_PROFILE_LOG = "skywork_reward_llama31_8b_tp1_2025-01.log"
+REWARD_PINNED_LOG = "skywork_reward_llama31_8b_tp1_2025-06.log"
 
 
-def test_reward_log_reads_as_published():
-    text = log_text(REWARD["log"])
+def test_reward_logs_read_as_published():
+    text = log_text(REWARD_PROFILE_LOG)
     facts = sglang_boot_facts.parse_boot_log(text)
-    assert (facts["pre_load_avail_gib"], facts["post_load_avail_gib"], facts["pool_tokens"]) == (61.92, 47.88, 20_480)
-    assert server_arg(text, "is_embedding") == "True" and server_arg(text, "max_total_tokens") == "20480"
+    assert (facts["pre_load_avail_gib"], facts["post_load_avail_gib"], facts["pool_tokens"]) == (78.81, 64.70, 452_516)
+    assert server_arg(text, "is_embedding") == "True" and server_arg(text, "max_total_tokens") == "None"
     assert server_arg(text, "mem_fraction_static") == "0.88" and server_arg(text, "tp_size") == "1"
+    pinned = log_text(REWARD_PINNED_LOG)
+    facts = sglang_boot_facts.parse_boot_log(pinned)
+    assert (facts["pre_load_avail_gib"], facts["post_load_avail_gib"], facts["pool_tokens"]) == (61.92, 47.88, 20_480)
+    assert server_arg(pinned, "is_embedding") == "True" and server_arg(pinned, "max_total_tokens") == "20480"
 
 
-def test_reward_model_gets_the_generators_cell_as_the_log_allocated():
+def test_reward_model_gets_the_generators_cell_as_the_logs_allocated():
     spec = {"model_config": model_config(REWARD["config"]), "tp_size": 1}
     assert kv.cell_bytes(spec) == 8 * (128 + 128) * 32 * 2 == 131_072
-    # 'K size: 1.25 GB' for 20,480 tokens is exactly half this cell per token; half of any other cell is not
-    assert 20_480 * 131_072 / 2 / 2**30 == 1.25
-    assert round(20_480 * kv.cell_bytes(dict(spec, kv_cache_dtype="fp8_e4m3")) / 2 / 2**30, 2) != 1.25
+    # 'K size' is half the cell per token: 27.62 GB for 452,516 tokens, 1.25 GB for 20,480; half of another cell is not
+    assert round(452_516 * 131_072 / 2 / 2**30, 2) == 27.62 and 20_480 * 131_072 / 2 / 2**30 == 1.25
+    assert round(452_516 * kv.cell_bytes(dict(spec, kv_cache_dtype="fp8_e4m3")) / 2 / 2**30, 2) != 27.62
 
 
 def test_reward_heldout_log_is_planned_within_half_a_percent():
-    text = log_text(REWARD["log"])
+    planned, logged = planned_from_log(REWARD_PROFILE_LOG, REWARD["config"], pool_rules=REWARD["pool_rules"])
+    assert abs(planned - logged) / logged < TOLERANCE, (planned, logged)
+    assert planned == 452_544  # +0.006%: P and A are logged with two decimals
+
+
+def test_the_pinned_reward_log_is_the_pin_because_the_profile_reaches_it():
+    # the docs CI of 2025-06 pinned the pool; the planner's profile from the same boot's P, A and fraction must reach
+    # the pin (else SGLang would have logged less), and the planner's calibration reads the boot as pinned
+    text = log_text(REWARD_PINNED_LOG)
     pin = int(server_arg(text, "max_total_tokens"))
-    profile, logged = planned_from_log(REWARD["log"], REWARD["config"], pool_rules=REWARD["pool_rules"])
-    assert profile == 331_328 and profile >= pin  # the pin binds: SGLang's pool is the pin, as logged
-    planned = min(profile, pin)
-    assert abs(planned - logged) / logged < TOLERANCE and planned == logged
-    # the planner's calibration reads the same boot as pinned (its profile reached the cap)
+    profile, logged = planned_from_log(REWARD_PINNED_LOG, REWARD["config"], pool_rules=REWARD["pool_rules"])
+    assert profile == 331_328 and min(profile, pin) == logged == 20_480
     spec = {"model_config": model_config(REWARD["config"]), "tp_size": 1, "pool_rules": REWARD["pool_rules"]}
     facts = sglang_boot_facts.parse_boot_log(text)
     boot = {"pre_load_avail_gib": facts["pre_load_avail_gib"], "post_load_avail_gib": facts["post_load_avail_gib"],
@@ -139,6 +148,6 @@ def test_reward_heldout_log_is_planned_within_half_a_percent():
 def test_reward_model_is_not_refused_by_the_release_table():
     # before issue 46 the planner refused LlamaForSequenceClassification ("not one the planner knows")
     plan = kv.plan({"model_config": model_config(REWARD["config"]), "tp_size": 1, "pool_rules": REWARD["pool_rules"],
-                    "pre_load_avail_gib": 61.92, "post_load_avail_gib": 47.88, "context_target": 20_480,
-                    "pool_policy": "target", "max_running_requests": 200})
-    assert plan["predicted_pool_tokens"] == 20_480 and plan["kv_bytes_per_token"] == 131_072
+                    "pre_load_avail_gib": 78.81, "post_load_avail_gib": 64.70, "context_target": 131_072,
+                    "pool_policy": "target"})
+    assert plan["kv_bytes_per_token"] == 131_072 and plan["predicted_pool_tokens"] == 131_072
