@@ -26,7 +26,7 @@ What SGLang 0.5.23 requires, from its wheel (sglang-0.5.23-cp311-cp311-manylinux
 """
 
 import sglang_kvplan
-from sglang_kvplan.model import text_config
+from sglang_kvplan.geometry import text_config
 
 RELEASE = "0.5.23"
 DRAFT_CLASSES = {

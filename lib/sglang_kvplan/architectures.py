@@ -14,6 +14,7 @@ import json
 import os
 import re
 
+from .geometry import text_config
 from .releases import RULES
 from .spec import KVPlanError
 
@@ -161,7 +162,7 @@ def one_pool_over_windows(config, release):
     not a second pool and the plain formula is SGLang's. Not for the Transformers fallback (its layout is the
     config's alone) nor the modelled families (their own files read the keys)."""
     arch = architecture(config)
-    if arch is None or arch in _FAMILIES or text_layout(config).get("is_hybrid_swa") or config.get("is_hybrid_swa"):
+    if arch is None or arch in _FAMILIES or text_config(config).get("is_hybrid_swa") or config.get("is_hybrid_swa"):
         return False
     return pool_class(arch, release) in _PLANNED
 
@@ -214,7 +215,7 @@ def check_architecture(config, release, where="model_config"):
     if entry is None:
         return _unregistered(config, arch, release, where)
     kind = pool_class(arch, release)
-    if kind == "mla" and entry.get("sparse_if") and text_layout(config).get(entry["sparse_if"]) is not None:
+    if kind == "mla" and entry.get("sparse_if") and text_config(config).get(entry["sparse_if"]) is not None:
         raise KVPlanError("%s: %s with %r in its config.json is DeepSeek sparse attention in SGLang %s (%s), which "
                           "the planner sizes for DeepseekV32ForCausalLM only; %s."
                           % (where, arch, entry["sparse_if"], release, entry.get("decided_by"), _hand_sizing()))
@@ -235,7 +236,7 @@ def check_architecture(config, release, where="model_config"):
 def _unregistered(config, arch, release, where):
     """An architecture the release does not register: SGLang serves it by its Transformers fallback with the plain
     pool, which the planner plans where the config has a plain attention layout (model.py checks the keys)."""
-    cfg = text_layout(config)
+    cfg = text_config(config)
     other = [key for key in _OTHER_KV_KEYS if cfg.get(key) is not None]
     if other:
         raise KVPlanError("%s: architectures %s is not registered by SGLang %s, and its config.json gives KV heads "
@@ -248,12 +249,6 @@ def _unregistered(config, arch, release, where):
 _OTHER_KV_KEYS = ("multi_query_group_num", "num_attention_groups", "n_head_kv", "num_kv_heads", "multi_query",
                   "attn_config", "block_configs")
 _FAMILIES = set(SLIDING) | set(LINEAR) | set(SPARSE) | GEMMA3 | {"DFlashDraftModel"}
-
-
-def text_layout(config):
-    """The language model's keys: a multimodal checkpoint nests them under text_config (as model.text_config)."""
-    nested = config.get("text_config")
-    return nested if isinstance(nested, dict) and nested.get("num_hidden_layers") else config
 
 
 def _tables_known():

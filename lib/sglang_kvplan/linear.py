@@ -31,6 +31,7 @@ checkpoint other than float32.
 import math
 
 from .architectures import LINEAR, architecture
+from .geometry import attn_tp_size
 from .spec import SM100_MAJOR, KVPlanError, gpu_major
 
 GIB = 1 << 30
@@ -187,8 +188,6 @@ def state_pool(spec):
     """The spec's StatePool, or None for a model without one."""
     if layout(spec["model_config"]) is None:
         return None
-    from .model import attn_tp_size  # model imports this module
-
     return StatePool(state_bytes(spec["model_config"], attn_tp_size(spec)), ratio(spec), spec["_rules"]["state_pool"])
 
 

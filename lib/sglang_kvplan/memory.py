@@ -11,8 +11,9 @@ calibration (the 'avail mem' that 'Load weight begin/end' logs), or estimated be
 import math
 
 from .architectures import architecture, release_table
+from .geometry import attn_tp_size, text_config
 from .linear import state_pool
-from .model import attn_tp_size, cell_bytes, mtp_head_gib, mtp_head_weights, text_config
+from .model import cell_bytes, mtp_head_gib, mtp_head_weights
 from .pages import pool_page
 from .spec import KVPlanError, gpu_major
 

@@ -13,22 +13,15 @@ import math
 
 from . import linear, sliding, sparse
 from .architectures import GEMMA3, check_architecture, one_pool_over_windows
+from .geometry import attn_tp_size, has_asymmetric_kv, is_mla, text_config
 from .refusals import check_launch, check_lora
 from .releases import ELEM_BYTES, MODEL_FREE_ALGORITHMS, OWN_GEOMETRY_ALGORITHMS, RULES, first_release_with
 from .rope import derived_context, scaled_window
-from .spec import KVPlanError
+from .spec import KVPlanError, gpu_is_sm100
 
 # SGLang's dtype "auto" serves a float32 checkpoint (or one that names no dtype) as float16, bfloat16 for Gemma
 # (0.5.9 and 0.5.23 configs/model_config.py _get_and_verify_dtype): the KV cache follows the served dtype.
 _TORCH_DTYPE_BYTES = {"bfloat16": 2, "float16": 2, "half": 2, "float32": 2, "float": 2}
-
-
-def text_config(config):
-    """The language model's config: multimodal checkpoints nest it under text_config."""
-    nested = config.get("text_config")
-    if isinstance(nested, dict) and nested.get("num_hidden_layers"):
-        return nested
-    return config
 
 
 def _field(config, name, default=None, where="model_config"):
@@ -158,10 +151,6 @@ def check_geometry(spec):
     sparse.check(spec, cfg)
 
 
-def is_mla(config):
-    return bool(text_config(config).get("kv_lora_rank"))
-
-
 def kv_elem_bytes(config, kv_cache_dtype):
     """Bytes per KV element. 'auto' follows the checkpoint: FP8 if its quant config says so."""
     if kv_cache_dtype != "auto":
@@ -190,10 +179,6 @@ def _own_cell(config, kv_elem, attn_tp, layers):
     head_dim = _field(cfg, "head_dim", _field(cfg, "hidden_size") // heads)
     v_head_dim = _field(cfg, "v_head_dim", head_dim)
     return max(1, kv_heads // attn_tp) * (head_dim + v_head_dim) * layers * kv_elem
-
-
-def attn_tp_size(spec):
-    return spec["tp_size"] // spec["dp_size"] if spec["enable_dp_attention"] else spec["tp_size"]
 
 
 def target_cell_bytes(spec):
@@ -277,8 +262,6 @@ def dflash_draft_on_fa4(spec):
     when the default is picked, so it gets flashinfer, which reads fp8); 0.5.23 swaps a trtllm_mha draft for fa4
     when the drafter is neither all-sliding nor causal (dflash_draft_backend 'sm100_fa4'). GPU family unknown:
     as on SM100, so the pin holds on every GPU."""
-    from .pages import gpu_is_sm100, has_asymmetric_kv  # pages.py imports this module
-
     rule = spec["_rules"].get("dflash_draft_backend")
     if (rule is None or not spec["_rules"].get("sm100_default_with_dflash") or gpu_is_sm100(spec) is False
             or is_mla(spec["model_config"])):

@@ -18,20 +18,12 @@ facts say, and trtllm_mla can be chosen on SM12x too, 0.5.9 server_args.py).
 import math
 
 from . import linear, sparse
-from .model import is_mla, text_config
-from .spec import SM100_MAJOR, gpu_major
+from .geometry import has_asymmetric_kv, is_mla
+from .spec import gpu_is_sm100
 
 
 def _lcm(a, b):
     return a * b // math.gcd(a, b)
-
-
-def has_asymmetric_kv(config):
-    """K and V rows of different widths (v_head_dim != head_dim): trtllm_mha cannot serve them, fa4 can."""
-    cfg = text_config(config)
-    heads = cfg.get("num_attention_heads") or 1
-    head_dim = cfg.get("head_dim") or (cfg.get("hidden_size") or 0) // heads
-    return bool(cfg.get("v_head_dim")) and cfg.get("v_head_dim") != head_dim
 
 
 def _sm100_entry(spec):
@@ -48,12 +40,6 @@ def _sm100_page(spec):
     entry = _sm100_entry(spec)
     page = spec["page_size"]
     return page if page in entry["keeps"] else entry["page"]
-
-
-def gpu_is_sm100(spec):
-    """True, False, or None when the GPU family is not known."""
-    major = gpu_major(spec)
-    return None if major is None else major == SM100_MAJOR
 
 
 def sm100_default_is_kept(spec):

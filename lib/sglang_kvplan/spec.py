@@ -22,6 +22,12 @@ def gpu_major(spec):
     return None if cap is None else int(cap.split(".")[0])
 
 
+def gpu_is_sm100(spec):
+    """True, False, or None when the GPU family is not known."""
+    major = gpu_major(spec)
+    return None if major is None else major == SM100_MAJOR
+
+
 class KVPlanError(ValueError):
     """Bad input or a target that cannot fit; the message says what to change."""
 
