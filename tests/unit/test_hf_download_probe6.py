@@ -11,8 +11,13 @@ import os
 import subprocess
 import threading
 
-import hf_download
 import pytest
+from ansible.module_utils import (
+    sglang_download_call,
+    sglang_download_fetch,
+    sglang_download_listing,
+    sglang_download_records,
+)
 from ansible.module_utils.sglang_http import redirect_schemes
 from test_hf_download import Hub, HubHandler, checkpoint, download, hub_entry, module_args, one_try
 
@@ -308,13 +313,15 @@ def test_probe6_d7_a_write_that_finds_the_disk_full_is_a_sentence_not_a_defect(t
             raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(path))
         return handle
 
-    monkeypatch.setattr(hf_download, "open", full_open, raising=False)
+    # the .part files are written by the fetcher, the records beside them (.tmp, then renamed) by the records' code
+    monkeypatch.setattr(sglang_download_fetch, "open", full_open, raising=False)
+    monkeypatch.setattr(sglang_download_records, "open", full_open, raising=False)
     p = {"repo": "org/model", "revision": "main", "path": str(target), "timeout": 30, "connections": 4,
          "max_bytes_per_s": 0, "allow_unverified": [], "endpoint": "http://127.0.0.1:%d" % server.server_port}
     try:
-        found = hf_download.survey(p, p["endpoint"], None)
-        with pytest.raises(hf_download.Failed) as failed:
-            hf_download.download(p, p["endpoint"], None, found, found[3], None, lambda _text: None)
+        found = sglang_download_call.survey(p, p["endpoint"], None)
+        with pytest.raises(sglang_download_call.Failed) as failed:
+            sglang_download_call.download(p, p["endpoint"], None, found, found[3], None, lambda _text: None)
     finally:
         server.shutdown()
     msg = str(failed.value)
@@ -328,7 +335,7 @@ def test_probe6_d8_the_listing_in_test_hf_download_gives_every_file_a_size_and_a
     # the stand-in lists as the Hub does (test_hf_download.hub_entry), so the other tests fetch without allowance
     for name, data in checkpoint([4096]).items():
         entry = hub_entry(name, data)
-        assert entry["size"] == len(data) and hf_download.listed_proof(entry, len(data)) is not None
+        assert entry["size"] == len(data) and sglang_download_listing.listed_proof(entry, len(data)) is not None
     assert json.dumps(hub_entry("config.json", b"{}")).count("blobId") == 1
 
 
@@ -370,9 +377,9 @@ def test_probe6_d7_the_ledger_on_a_full_disk_is_left_as_it_was_and_other_errors_
     def failing(folder, name, data):
         raise OSError(code, os.strerror(code), os.path.join(folder, name))
 
-    monkeypatch.setattr(hf_download, "write_mapping", failing)
+    monkeypatch.setattr(sglang_download_records, "write_mapping", failing)
     if passes:
-        hf_download.write_ledger(str(tmp_path), {"state": "running"})
+        sglang_download_records.write_ledger(str(tmp_path), {"state": "running"})
     else:
         with pytest.raises(PermissionError):
-            hf_download.write_ledger(str(tmp_path), {"state": "running"})
+            sglang_download_records.write_ledger(str(tmp_path), {"state": "running"})
