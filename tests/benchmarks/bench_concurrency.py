@@ -1,7 +1,7 @@
 """Benchmark: eight short requests sent at once, against the old running limit (1: as many full-length requests as a
 200k pool holds) and the planner's new one (8: the seed's, side by side in the shared pool).
 
-Runs the full proof's own concurrent step (library/sglang_smoke_test.py concurrent_prompts: eight needle prompts of a
+Runs the full proof's own concurrent step (module_utils/sglang_proof_concurrency.py: eight needle prompts of a
 few hundred tokens, each with its own number) against the SGLang double, which admits as SGLang's scheduler does
 (tests/sglang_double/sglang/_double_scheduler.py) and decodes at a simulated 250 ms per token. Prints the time to the
 last answer and the aggregate decode tokens/s for each limit.
@@ -12,14 +12,15 @@ import os
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path[:0] = [os.path.join(HERE, os.pardir, "sglang_double"), os.path.join(HERE, os.pardir, os.pardir, "library")]
+sys.path.insert(0, os.path.join(HERE, os.pardir, "sglang_double"))
 
 import ansible.module_utils  # noqa: E402
 
 # the module's shared code (module_utils/), found as Ansible finds it (tests/conftest.py does the same)
 ansible.module_utils.__path__.append(os.path.join(HERE, os.pardir, os.pardir, "module_utils"))
 
-import sglang_smoke_test as smoke  # noqa: E402
+from ansible.module_utils.sglang_proof_concurrency import concurrent_prompts  # noqa: E402
+from ansible.module_utils.sglang_proof_http import Client  # noqa: E402
 from run_double import running_double  # noqa: E402
 
 FLAGS = ["--tp", "8", "--trust-remote-code", "--context-length", "200000", "--mem-fraction-static", "0.94"]
@@ -33,10 +34,10 @@ def main():
     seconds = {}
     for limit in (1, REQUESTS):
         with running_double(FLAGS + ["--max-running-requests", str(limit)], GPU) as (url, _):
-            client = smoke.Client(url, timeout=120)
+            client = Client(url, timeout=120)
             model = client.json("GET", "/v1/models")["data"][0]["id"]
-            alone = smoke.concurrent_prompts(client, model, 1, 32)["seconds"]  # one request, nothing beside it
-            out = smoke.concurrent_prompts(client, model, REQUESTS, 32)
+            alone = concurrent_prompts(client, model, 1, 32)["seconds"]  # one request, nothing beside it
+            out = concurrent_prompts(client, model, REQUESTS, 32)
         seconds[limit] = out["seconds"]
         print("%-22d %8d %8d %18.2f %14.1f   (one request alone: %.2f s; the %d took %.1fx that)"
               % (limit, out["requests"], out["answered"], out["seconds"], out["decode_tokens_per_s"], alone,

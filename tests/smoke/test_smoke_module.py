@@ -111,11 +111,11 @@ def test_wrong_answer_is_quoted(smoke, double):
 
 
 def test_digit_separators_do_not_hide_the_number():
-    import sglang_smoke_test as module
+    from ansible.module_utils.sglang_proof_checks import answer_matches
 
     for text in (" 4821937.", " 4,821,937", "The secret number is 4 821 937.", "4\u202f821\u202f937"):
-        assert module.answer_matches(r"\b4821937\b", text), text
-    assert not module.answer_matches(r"\b4821937\b", " 48219370")
+        assert answer_matches(r"\b4821937\b", text), text
+    assert not answer_matches(r"\b4821937\b", " 48219370")
 
 
 def test_server_too_slow_for_the_timeout(smoke, double):
@@ -164,22 +164,25 @@ def test_not_json_is_reported(smoke):
 
 
 def test_pool_from_internal_states_when_top_level_is_missing():
-    import sglang_smoke_test as module
+    from ansible.module_utils.sglang_proof_failures import SmokeFailure
+    from ansible.module_utils.sglang_proof_server import pool_from_info
 
     info = {"internal_states": [{"memory_usage": {"token_capacity": 218_484}}]}
-    assert module.pool_from_info(info) == 218_484
-    assert module.pool_from_info({"max_total_num_tokens": 5, **info}) == 5
-    with pytest.raises(module.SmokeFailure, match="neither max_total_num_tokens"):
-        module.pool_from_info({"internal_states": []})
+    assert pool_from_info(info) == 218_484
+    assert pool_from_info({"max_total_num_tokens": 5, **info}) == 5
+    with pytest.raises(SmokeFailure, match="neither max_total_num_tokens"):
+        pool_from_info({"internal_states": []})
 
 
 def test_a_streamed_error_event_is_reported_with_the_servers_words():
     """SGLang answers a streamed request it refuses with HTTP 200 and one `data: {"error": ...}` event
     (serving_base.create_streaming_error_response, 0.5.9); the message must carry its words."""
     import http.server
+    import json
     import threading
 
-    import sglang_smoke_test as module
+    from ansible.module_utils.sglang_proof_failures import SmokeFailure
+    from ansible.module_utils.sglang_proof_http import Client
 
     words = "Input length (230000 tokens) exceeds the maximum allowed length (218479 tokens)."
 
@@ -190,7 +193,7 @@ def test_a_streamed_error_event_is_reported_with_the_servers_words():
             self.send_header("content-type", "text/event-stream")
             self.end_headers()
             error = {"object": "error", "message": words, "type": "BadRequestError", "param": None, "code": 400}
-            self.wfile.write(b"data: " + module.json.dumps({"error": error}).encode() + b"\n\ndata: [DONE]\n\n")
+            self.wfile.write(b"data: " + json.dumps({"error": error}).encode() + b"\n\ndata: [DONE]\n\n")
 
         def log_message(self, *args):
             pass
@@ -198,8 +201,8 @@ def test_a_streamed_error_event_is_reported_with_the_servers_words():
     httpd = http.server.HTTPServer(("127.0.0.1", 0), Streamed)
     threading.Thread(target=httpd.serve_forever, daemon=True).start()
     try:
-        client = module.Client("http://127.0.0.1:%d" % httpd.server_port, timeout=10)
-        with pytest.raises(module.SmokeFailure, match=re.escape("/v1/completions streamed an error: " + words)):
+        client = Client("http://127.0.0.1:%d" % httpd.server_port, timeout=10)
+        with pytest.raises(SmokeFailure, match=re.escape("/v1/completions streamed an error: " + words)):
             client.stream("/v1/completions", {"prompt": "x", "stream": True})
     finally:
         httpd.shutdown()
@@ -213,18 +216,18 @@ EAGLE3_DRAFT = {"architectures": ["LlamaForCausalLMEagle3"], "num_hidden_layers"
 
 def test_reserved_tokens_follow_the_resolved_server_args():
     """max(topk x steps, draft tokens) for the EAGLE family (0.5.23 managers/utils.py:484-500), 0 otherwise."""
-    import sglang_smoke_test as module
+    from ansible.module_utils.sglang_proof_limits import accepted_tokens, reserved_tokens
 
     eagle = {"speculative_algorithm": "EAGLE3", "speculative_eagle_topk": 4, "speculative_num_steps": 5,
              "speculative_num_draft_tokens": 8}
-    assert module.reserved_tokens(eagle) == 20
-    assert module.reserved_tokens({**eagle, "speculative_eagle_topk": 1, "speculative_num_draft_tokens": 6}) == 6
-    assert module.reserved_tokens({**eagle, "speculative_algorithm": "NEXTN"}) == 20
-    assert module.reserved_tokens({**eagle, "max_speculative_num_draft_tokens": 32}) == 32
-    assert module.reserved_tokens({**eagle, "speculative_algorithm": "STANDALONE"}) == 0
-    assert module.reserved_tokens({**eagle, "speculative_algorithm": "DFLASH"}) == 0
-    assert module.reserved_tokens({"speculative_algorithm": None}) == module.reserved_tokens({}) == 0
-    assert module.accepted_tokens(10_000, 1994, 2000, 32, 20) == 2000 - 32 - 20 - 1
+    assert reserved_tokens(eagle) == 20
+    assert reserved_tokens({**eagle, "speculative_eagle_topk": 1, "speculative_num_draft_tokens": 6}) == 6
+    assert reserved_tokens({**eagle, "speculative_algorithm": "NEXTN"}) == 20
+    assert reserved_tokens({**eagle, "max_speculative_num_draft_tokens": 32}) == 32
+    assert reserved_tokens({**eagle, "speculative_algorithm": "STANDALONE"}) == 0
+    assert reserved_tokens({**eagle, "speculative_algorithm": "DFLASH"}) == 0
+    assert reserved_tokens({"speculative_algorithm": None}) == reserved_tokens({}) == 0
+    assert accepted_tokens(10_000, 1994, 2000, 32, 20) == 2000 - 32 - 20 - 1
 
 
 def test_a_full_prompt_leaves_eagles_reserved_tokens_free(smoke, double, tmp_path):
@@ -247,10 +250,11 @@ def test_a_full_prompt_leaves_eagles_reserved_tokens_free(smoke, double, tmp_pat
 def test_a_streamed_scheduler_refusal_fails_the_stream_in_each_release(double, version, words):
     """0.5.10+ sends an error event typed BAD_REQUEST (serving_completions.py 0.5.23:356-371); 0.5.9 an empty
     chunk with finish_reason abort. Either is a failure naming what happened, never an empty answer."""
-    import sglang_smoke_test as module
+    from ansible.module_utils.sglang_proof_failures import SmokeFailure
+    from ansible.module_utils.sglang_proof_http import Client
 
     with double(["--context-length", "1000"], {"version": version}, preset="llama-3.1-8b") as (url, _):
-        client = module.Client(url, timeout=20)
-        with pytest.raises(module.SmokeFailure, match=re.escape(words)):
+        client = Client(url, timeout=20)
+        with pytest.raises(SmokeFailure, match=re.escape(words)):
             client.stream("/v1/completions", {"prompt": [1] * 995, "max_tokens": 1, "stream": True,
                                               "stream_options": {"include_usage": True}})

@@ -3,19 +3,17 @@ pace is decode at the full context. Its refusals are sentences; a server without
 through /v1/completions, decode not measured, never a second long prefill."""
 
 import json
-import os
-import sys
 import urllib.error
 import urllib.request
 from http.server import BaseHTTPRequestHandler
 
 import pytest
-from conftest import CT200, MODULE, serving
+from ansible.module_utils.sglang_proof_failures import SmokeFailure
+from ansible.module_utils.sglang_proof_generate import needle_generate
+from ansible.module_utils.sglang_proof_http import Client
+from conftest import CT200, serving
 
 FINE = CT200 + ["--mem-fraction-static", "0.94"]
-sys.path.insert(0, os.path.dirname(MODULE))
-import sglang_smoke_test as module  # noqa: E402
-
 PARAMS = {"decode_tokens": 16, "max_tokens": 32, "stream": True}
 
 
@@ -98,7 +96,7 @@ def event(text, count, done=False, **meta):
 
 def needle(events, **params):
     with events_server(events) as url:
-        return module.needle_generate(module.Client(url, timeout=20), "prompt", dict(PARAMS, **params))
+        return needle_generate(Client(url, timeout=20), "prompt", dict(PARAMS, **params))
 
 
 def test_the_answer_is_the_text_of_the_first_max_tokens_tokens_and_decode_the_whole_stream():
@@ -122,7 +120,7 @@ def test_the_answer_is_the_text_of_the_first_max_tokens_tokens_and_decode_the_wh
     ([["not", "an", "event"]], ["not SGLang's {text, meta_info}"]),
 ])
 def test_a_refused_or_broken_stream_is_a_sentence(events, words):
-    with pytest.raises(module.SmokeFailure) as failure:
+    with pytest.raises(SmokeFailure) as failure:
         needle(events)
     for word in words:
         assert word in str(failure.value), str(failure.value)

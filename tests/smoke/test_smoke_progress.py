@@ -45,15 +45,15 @@ class Stages:
 
 
 def test_the_stages_of_a_proof_in_order(double):
-    sys.path.insert(0, os.path.dirname(MODULE))
-    import sglang_smoke_test as smoke
+    from ansible.module_utils.sglang_proof_prompt import FOX_FILLER
+    from ansible.module_utils.sglang_proof_run import run
 
     stages, result = Stages(), {"checks": []}
     with double(PINNED, gpu=SLOW_PREFILL) as (url, _):
-        smoke.run({"url": url, "api_key": None, "timeout": 60, "validate_certs": True, "wait_ready": 30,
-                   "min_pool_tokens": None, "context_target": 200000, "prompt_tokens": "20000", "model": None,
-                   "stream": True, "filler": smoke.FOX_FILLER, "max_tokens": 32, "question": "needle",
-                   "expect": None, "decode_tokens": 8}, result, stages)
+        run({"url": url, "api_key": None, "timeout": 60, "validate_certs": True, "wait_ready": 30,
+             "min_pool_tokens": None, "context_target": 200000, "prompt_tokens": "20000", "model": None,
+             "stream": True, "filler": FOX_FILLER, "max_tokens": 32, "question": "needle",
+             "expect": None, "decode_tokens": 8}, result, stages)
     lines = [line for line, _ in stages.seen]
     assert lines[:3] == ["proof: waiting for /health_generate", "proof: sizing the prompt to 20,000 tokens (pool "
                          "200,064)", "proof: prefill started, %s prompt tokens" % format(result["prompt_tokens"], ",")]

@@ -1,5 +1,6 @@
-"""The proof's HTTP layer (library/sglang_smoke_test.py's Client) against hostile peers: the API key never reaches a
-redirect's target, and an answer larger than any SGLang answer ends the proof with a sentence before it is read."""
+"""The proof's HTTP layer (module_utils/sglang_proof_http.py's Client) against hostile peers: the API key never
+reaches a redirect's target, and an answer larger than any SGLang answer ends the proof with a sentence before it is
+read."""
 
 import json
 import threading
@@ -7,8 +8,10 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
-import sglang_smoke_test as smoke
 from ansible.module_utils.sglang_http import JSON_LIMIT
+from ansible.module_utils.sglang_proof_failures import Retryable, SmokeFailure
+from ansible.module_utils.sglang_proof_http import Client
+from ansible.module_utils.sglang_proof_server import server_version
 
 KEY = "sk-proof-key-0123456789"  # noqa: S105 - a test value
 
@@ -80,7 +83,7 @@ def test_the_key_is_not_sent_to_a_redirects_other_origin(peers):
         handler.end_headers()
 
     first = peers(redirect)
-    client = smoke.Client("http://127.0.0.1:%d" % first.server_port, api_key=KEY, timeout=20)
+    client = Client("http://127.0.0.1:%d" % first.server_port, api_key=KEY, timeout=20)
     assert client.json("GET", "/server_info") == {"ok": True}
     assert first.seen == [("/server_info", "Bearer " + KEY)]
     assert other.seen == [("/server_info", None)]
@@ -99,17 +102,17 @@ def test_a_declared_400_mb_answer_is_refused_unread(peers):
             pass
 
     server = peers(huge)
-    client = smoke.Client("http://127.0.0.1:%d" % server.server_port, timeout=20)
+    client = Client("http://127.0.0.1:%d" % server.server_port, timeout=20)
     began = time.monotonic()
-    with pytest.raises(smoke.SmokeFailure, match="answered more than %d bytes" % JSON_LIMIT):
+    with pytest.raises(SmokeFailure, match="answered more than %d bytes" % JSON_LIMIT):
         client.json("GET", "/server_info")
     assert time.monotonic() - began < 4
 
 
 def test_an_undeclared_endless_answer_stops_at_the_limit(peers):
     server = peers(lambda handler: open_ended(handler, "application/json", iter(lambda: b" " * 2**20, None)))
-    client = smoke.Client("http://127.0.0.1:%d" % server.server_port, timeout=30)
-    with pytest.raises(smoke.SmokeFailure, match="is url an SGLang server"):
+    client = Client("http://127.0.0.1:%d" % server.server_port, timeout=30)
+    with pytest.raises(SmokeFailure, match="is url an SGLang server"):
         client.json("GET", "/server_info")
 
 
@@ -117,8 +120,8 @@ def test_a_stream_line_over_the_limit_is_refused(peers):
     first = b"data: " + json.dumps({"choices": [{"text": "x"}]}).encode() + b"\n\n"
     too_long = b"data: " + b"y" * (JSON_LIMIT + 10)
     server = peers(lambda handler: open_ended(handler, "text/event-stream", [first, too_long]))
-    client = smoke.Client("http://127.0.0.1:%d" % server.server_port, timeout=30)
-    with pytest.raises(smoke.SmokeFailure, match="answered more than"):
+    client = Client("http://127.0.0.1:%d" % server.server_port, timeout=30)
+    with pytest.raises(SmokeFailure, match="answered more than"):
         client.stream("/v1/completions", {"prompt": "hi", "stream": True})
 
 
@@ -135,8 +138,8 @@ def test_a_connection_reset_mid_answer_is_a_sentence_to_retry(peers):
         handler.connection.close()  # linger 0: the kernel sends RST
 
     server = peers(reset)
-    client = smoke.Client("http://127.0.0.1:%d" % server.server_port, timeout=30)
-    with pytest.raises(smoke.Retryable, match="broke off mid-answer"):
+    client = Client("http://127.0.0.1:%d" % server.server_port, timeout=30)
+    with pytest.raises(Retryable, match="broke off mid-answer"):
         client.stream("/v1/completions", {"prompt": "hi", "stream": True})
 
 
@@ -147,4 +150,4 @@ def test_a_connection_reset_mid_answer_is_a_sentence_to_retry(peers):
     ({"version": "1" * 41}, None), ([], None)])
 def test_the_server_s_version_is_taken_only_when_it_is_version_shaped(answer, taken):
     # a peer's answer reaches the report and the console: only a short version string gets there
-    assert smoke.server_version(answer) == taken
+    assert server_version(answer) == taken
