@@ -100,7 +100,7 @@ def _parsed_time(text):
 def _name_time(name):
     """The time an entry's name says it was made (names are UTC timestamps, maybe with a -N suffix), or None."""
     try:
-        return datetime.strptime(str(name).split("-")[0], "%Y%m%dT%H%M%S%fZ").replace(tzinfo=UTC)
+        return datetime.strptime(str(name).split("-", maxsplit=1)[0], "%Y%m%dT%H%M%S%fZ").replace(tzinfo=UTC)
     except ValueError:
         return None
 

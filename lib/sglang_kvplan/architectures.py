@@ -306,7 +306,7 @@ def classes_markdown():
         for entry in release_table(version).values():
             counts[version][_label(entry)] = counts[version].get(_label(entry), 0) + 1
     labels = sorted({label for per in counts.values() for label in per},
-                    key=lambda lab: ([c for c, _ in CLASS_PLAN].index(lab.split("(")[0]), lab))
+                    key=lambda lab: ([c for c, _plan in CLASS_PLAN].index(lab.split("(")[0]), lab))
     rows = ["| class | planned | %s |" % " | ".join(releases), "|---|---|%s" % ("---|" * len(releases))]
     plan_of = dict(CLASS_PLAN)
     for label in labels:
@@ -333,6 +333,6 @@ def classes_markdown():
             notes.append("%s in %s-%s" % (earlier[0][1], earlier[0][0], earlier[-1][0]))
         by_label.setdefault(label, []).append("`%s`%s" % (arch, " (%s)" % ", ".join(notes) if notes else ""))
     rows += ["", "| class (in the last release that registers it) | architectures |", "|---|---|"]
-    for label in sorted(by_label, key=lambda lab: ([c for c, _ in CLASS_PLAN].index(lab.split("(")[0]), lab)):
+    for label in sorted(by_label, key=lambda lab: ([c for c, _plan in CLASS_PLAN].index(lab.split("(")[0]), lab)):
         rows.append("| %s | %s |" % (label, ", ".join(sorted(by_label[label]))))
     return "\n".join(rows) + "\n"

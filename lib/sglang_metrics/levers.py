@@ -27,7 +27,7 @@ def quantile(buckets, q):
     """The upper bound of the bucket holding the q-quantile of a cumulative histogram [[le, count], ...] ("+Inf"
     last), math.inf when it lies beyond the last finite bound; None when the window holds no prompt."""
     bounds = [(math.inf if le == "+Inf" else float(le), float(count)) for le, count in buckets]
-    total = max((count for _, count in bounds), default=0.0)
+    total = max((count for _bound, count in bounds), default=0.0)
     if total <= 0:
         return None
     for le, count in sorted(bounds):
@@ -150,7 +150,7 @@ def analyse(server, window, spec, plan, planner, error_type):
     of_pool = _fmt(pool) + " tokens" + ("" if pool == planned_pool else " (planned %s)" % _fmt(planned_pool))
     lines.append("%s: %s; %d running (the limit) in %d%% of %d samples, a queue in %d%%; the pool peaked at %d%% of "
                  "its %s" % (server, prompts, running, round(used["at_limit"] * 100), used["samples"],
-                                    round(used["queued"] * 100), round(used["pool_peak"] * 100), of_pool))
+                             round(used["queued"] * 100), round(used["pool_peak"] * 100), of_pool))
     lever = stressed(used, p99, target)
     if lever is None:
         lines.append("%s: no lever is stressed: the plan fits this traffic" % server)

@@ -119,8 +119,8 @@ def restored_proof_outcome(proved, rank0):
         return False, "The restored state did not prove: %s, rank 0, ran no proof of it (%s)." % (
             rank0, why or "its own rescue failed")
     if smoke.get("failed"):
-        return False, "The restored state did not prove: %s" % without_excerpt(str(smoke.get("msg") or
-                                                                                  "its proof failed"))
+        return False, "The restored state did not prove: %s" % without_excerpt(
+            str(smoke.get("msg") or "its proof failed"))
     numbers = "pool %s tokens, context length %s, a %s-token prompt answered" % (
         smoke.get("pool_tokens", "?"), smoke.get("context_length", "?"), smoke.get("prompt_tokens", "?"))
     if smoke.get("level") == "full":
