@@ -7,7 +7,7 @@ tokenizers), the same bytes on every run, so it is made where it is used rather 
                                               1,800 tokens (the real release's python has transformers)
 
 How it answers. The proof states a 7-digit number once at the start of its prompt ("The secret number is 4424153.")
-and ends with "... the secret number is" (library/sglang_smoke_test.py NEEDLE_HEAD, NEEDLE_TAIL).
+and ends with "... the secret number is" (module_utils/sglang_proof_prompt.py NEEDLE_HEAD, NEEDLE_TAIL).
 - Tokens: whole words with their space, each digit alone (a lone space before the number), so the number is 7 tokens.
 - Layer 1: head m (m = 1..7) attends to the token m places back and copies it into block m of the residual. Only
   positions meet there: the heads share one constant key, and each head's constant query is turned so that RoPE
