@@ -23,6 +23,15 @@ def file_sd(targets):
              "labels": {name: str(t[name]) for name in LABELS}} for t in targets]
 
 
+# SGLang 0.5.23 serves /metrics with prometheus_client 0.26, which answers a Prometheus 2.x scrape (it asks for
+# OpenMetrics without an `escaping` parameter) with every `sglang:x` renamed `sglang_x` (escaping=underscores; a
+# real server scraped by Debian's Prometheus 2.42 stored no `sglang:` series at all: tests/contract/real/
+# scrape_real.py). This puts the colon back, so the catalog's names hold for Prometheus 2.x and 3.x (which asks for
+# UTF-8 names and gets `sglang:x` as served) alike.
+UNESCAPE_COLON = {"source_labels": ["__name__"], "regex": "sglang_(.+)", "target_label": "__name__",
+                  "replacement": "sglang:$1"}
+
+
 def scrape_config(interval_s=15):
     """The configuration, its paths relative to its own folder (Prometheus resolves them there): the folder moves
     to the Prometheus host as a whole. Servers are job `sglang`, routers `sglang_router`."""
@@ -31,7 +40,8 @@ def scrape_config(interval_s=15):
         "global": {"scrape_interval": every, "evaluation_interval": every},
         "rule_files": [RULES_FILE],
         "scrape_configs": [
-            {"job_name": "sglang", "metrics_path": "/metrics", "file_sd_configs": [{"files": [SERVERS_FILE]}]},
+            {"job_name": "sglang", "metrics_path": "/metrics", "file_sd_configs": [{"files": [SERVERS_FILE]}],
+             "metric_relabel_configs": [UNESCAPE_COLON]},
             {"job_name": "sglang_router", "metrics_path": "/metrics", "file_sd_configs": [{"files": [ROUTERS_FILE]}]},
         ],
     }
