@@ -37,6 +37,7 @@ sys.path.insert(0, HERE)
 KEY = "sk-real-server-test-key"
 CONTEXT = 2048
 POOL = 2052  # the planner's pin for a 2,048 context: one request at full length and SGLang's 4-token margin
+RUNNING = 4  # --max-running-requests: the proof sends this many prompts at once
 PORT = int(os.environ.get("SGLANG_REAL_PORT", "31923"))
 READY_S = int(os.environ.get("SGLANG_REAL_READY_S", "1500"))
 
@@ -83,7 +84,7 @@ def boot(version, work):
     launcher, config, model = prepare(version, work)
     argv = [launcher, "--model-path", model, "--device", "cpu", "--host", "127.0.0.1", "--port", str(PORT),
             "--config", config, "--context-length", str(CONTEXT), "--max-total-tokens", str(POOL),
-            "--max-running-requests", "4", "--enable-metrics", "--log-level", "info"]
+            "--max-running-requests", str(RUNNING), "--enable-metrics", "--log-level", "info"]
     env = dict(os.environ, SGLANG_USE_CPU_ENGINE="1", PYTHONUNBUFFERED="1",
                LD_LIBRARY_PATH=os.path.join(BASE, "stubcuda") + ":" + os.environ.get("LD_LIBRARY_PATH", ""))
     log = open(os.path.join(work, "boot.log"), "wb")  # noqa: SIM115 - held open while the server runs
@@ -133,7 +134,7 @@ def smoke(version):
     prompts at once (the server's --max-running-requests)."""
     args = {"ANSIBLE_MODULE_ARGS": {
         "url": "http://127.0.0.1:%d" % PORT, "api_key": KEY, "level": "full", "context_target": CONTEXT,
-        "concurrent_requests": 4, "timeout": 600}}
+        "concurrent_requests": RUNNING, "timeout": 600}}
     path = os.path.join(BASE, "smoke-args.json")
     with open(path, "w", encoding="utf-8") as handle:
         json.dump(args, handle)
@@ -148,14 +149,25 @@ def smoke(version):
 
 
 def record(version):
+    import scrape_real  # tests/contract/real/: the real Prometheus scraping this server (issue 49)
+
+    scrape_real.require()  # before the boot's minutes
     work = os.path.join(BASE, "server-%s" % version)
     os.makedirs(work, exist_ok=True)
     server, ready_s = boot(version, work)
+    stopped = []
+
+    def stop_once():  # the scrape stops the server to see it down; the finally must not signal a gone group
+        if not stopped:
+            stopped.append(True)
+            stop(server)
+
     try:
         answers = probe()
         proof = smoke(version)
+        scraped = scrape_real.scrape(PORT, KEY, CONTEXT, POOL, RUNNING, stop_once)
     finally:
-        stop(server)
+        stop_once()
     # SGLANG_REAL_OUT=DIR (make test's real-contract): a fresh recording outside the tree, which
     # test_stored_real_server.py then reads instead of the committed one
     out = os.path.join(os.environ.get("SGLANG_REAL_OUT") or os.path.join(REPO, "tests", "fixtures", "sglang_real"),
@@ -174,9 +186,11 @@ def record(version):
                                     .replace(BASE, "@BASE@").replace(REPO, "@REPO@"))
     with open(os.path.join(out, "answers.json"), "w", encoding="utf-8") as handle:
         json.dump({"release": "sglang==" + version, "ready_s": ready_s, "context": CONTEXT, "pool": POOL,
-                   "answers": answers, "proof": proof}, handle, indent=1, sort_keys=True)
+                   "answers": answers, "proof": proof, "prometheus": scraped}, handle, indent=1, sort_keys=True)
         handle.write("\n")
-    print("sglang %s: ready in %s s; proof failed=%s; recorded in %s" % (version, ready_s, proof.get("failed"), out))
+    print("sglang %s: ready in %s s; proof failed=%s; %s scraped it: %s; recorded in %s" % (
+        version, ready_s, proof.get("failed"), scraped["version"],
+        {name: a["series"] for name, a in scraped["alerts"].items()}, out))
     return proof
 
 
