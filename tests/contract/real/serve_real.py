@@ -9,8 +9,11 @@ boots too (make_tiny.py, made here: two layers whose weights are set by hand so 
 
 What it records under tests/fixtures/sglang_real/server-<version>/: the boot's journal lines (boot.log, the key
 redacted by the launcher), the answers of /health, /server_info (with and without the key), /v1/models,
-/generate (plain and streamed), /metrics, and the project's proof module (library/sglang_smoke_test.py, level full)
-run against it. test_stored_real_server.py holds the journal parser and the double to these on every make unit.
+/generate (plain and streamed), /metrics, the project's proof module (library/sglang_smoke_test.py, level full)
+run against it, and then what a real Prometheus returned for every alert and panel expression while it scraped the
+live server through the rendered targets (scrape_real.py; Debian's prometheus must be installed: it fails before
+the boot otherwise). test_stored_real_server.py holds the journal parser, the double and the catalog to these on
+every make unit.
 
     python tests/contract/real/serve_real.py 0.5.23     (after setup_real.sh 0.5.23; ~4-12 min on 2 cores)
 
