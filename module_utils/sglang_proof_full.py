@@ -16,6 +16,8 @@ from ansible.module_utils.sglang_proof_server import ready_server
 
 
 def full_proof(params, result, progress, asked):
+    """The full proof, its findings written into `result`; `asked` is the prompt size validate() parsed. A step that
+    cannot go on raises SmokeFailure at once; the checks that failed are named in one SmokeFailure at the end."""
     head, filler, tail, needle = make_prompt_parts(params["question"], params["filler"])
     expect = params.get("expect")
     if expect is None:

@@ -11,6 +11,8 @@ from ansible.module_utils.sglang_proof_http import parse_json
 
 
 def long_request(client, model, prompt, max_tokens, stream, on_first_text=None):
+    """One completion of `prompt` (/v1/completions, temperature 0): (text, usage, elapsed, ttft, None unless
+    streamed); a usage without prompt_tokens fails, as the prompt's length is what the proof proves."""
     payload = {"model": model, "prompt": prompt, "max_tokens": max_tokens, "temperature": 0}
     start = time.monotonic()
     ttft = None

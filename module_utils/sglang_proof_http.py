@@ -206,6 +206,7 @@ def _read_error_body(error):
 
 
 def parse_json(url, raw):
+    """`raw` read as JSON; anything else is a SmokeFailure quoting its start (not an SGLang server)."""
     try:
         return json.loads(raw)
     except ValueError:
