@@ -11,10 +11,11 @@ server_inputs(per_node) -> the least GPU memory and calibration over a server's 
 from .calibration import calibrate
 from .memory import forward as _forward
 from .model import cell_bytes as _cell_bytes
+from .normalize import normalize_spec
 from .plan import plan
 from .releases import RULES, rules_for
 from .server import node_placement, server_inputs
-from .spec import KVPlanError, load_presets, normalize_spec
+from .spec import KVPlanError, load_presets
 
 
 def cell_bytes(spec):

@@ -13,8 +13,9 @@ from .linear import kv_rest_before_state, state_pool
 from .memory import GIB, draft_loads_before_profile, mm_reserve_gib, pool_tokens
 from .memory import draft_weights as planned_draft_weights
 from .model import cell_bytes
+from .normalize import normalize_spec
 from .pages import pool_page
-from .spec import KVPlanError, normalize_spec
+from .spec import KVPlanError
 
 
 def _check_boot(boot, pre, post, fraction, pool):

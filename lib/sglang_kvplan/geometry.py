@@ -1,8 +1,8 @@
 """The model's geometry as every sizing file reads it: the language model's config.json, its attention kind, and
 the attention-TP size its heads split over.
 
-One floor above spec.py and below every attention family (sliding.py, linear.py, sparse.py), pages.py and model.py,
-so they share these readings without importing one another. It imports nothing, so nothing can import it back.
+A floor beside spec.py and below every attention family (sliding.py, linear.py, sparse.py), pages.py and model.py,
+so they share these readings without importing one another. It imports nothing, so it can never close an import circle.
 """
 
 

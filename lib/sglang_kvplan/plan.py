@@ -42,10 +42,11 @@ from .model import (
     separate_draft_cell_bytes,
     target_cell_bytes,
 )
+from .normalize import normalize_spec
 from .pages import page_note, pin_granule, pool_page
 from .rope import quality_note
 from .server import dist_init_addr, parallel_args
-from .spec import KVPlanError, load_presets, normalize_spec
+from .spec import KVPlanError, load_presets
 
 
 def _fmt(number):

@@ -12,8 +12,8 @@ import textwrap
 import sglang_kvplan
 from sglang_kvplan.memory import forward, memory
 from sglang_kvplan.model import context_window, describe_cell
+from sglang_kvplan.normalize import normalize_spec
 from sglang_kvplan.plan import Budget, fraction_ceiling, pinned_fraction
-from sglang_kvplan.spec import normalize_spec
 
 FP8 = "fp8_e4m3"
 

@@ -153,7 +153,7 @@ SPECULATIVE_CASES = [
 
 def planner_cases(version):
     sglang_kvplan, kvspec = _planner()
-    keys = getattr(kvspec, "_KEYS", {})
+    keys = kvspec.KEYS
     base = {"tp_size": 8, "pre_load_avail_gib": 130.0, "post_load_avail_gib": 60.0, "context_target": 8192}
     if "version" in keys:
         base["version"] = version
@@ -202,10 +202,10 @@ def test_every_planner_rendering_is_accepted_by_the_release_it_was_planned_for(v
         problems += ["%s: %s" % (name, p) for p in deprecations(table, args)]  # a deprecated spelling has a new one
     assert rendered >= len(sglang_kvplan.load_presets()), "the matrix rendered almost nothing: check its spec"
     assert {"--context-length", "--mem-fraction-static"} <= flags_seen
-    speculative_keys = [k for k in getattr(kvspec, "_KEYS", {}) if k.startswith("speculative")
+    speculative_keys = [k for k in kvspec.KEYS if k.startswith("speculative")
                         and k != "speculative_draft_layers"]
     assert flags_seen & {"--attn-dp-size", "--enable-dp-attention"}, "no case rendered DP attention: see DP_CASES"
-    if "nnodes" in getattr(kvspec, "_KEYS", {}):
+    if "nnodes" in kvspec.KEYS:
         assert {"--nnodes", "--node-rank", "--dist-init-addr", "--dist-timeout"} <= flags_seen, (
             "the planner has nnodes but no case rendered the multi-node flags: update NODE_CASES in this file")
     if speculative_keys:

@@ -6,7 +6,7 @@ real resolvers' answers in tests/fixtures/sglang_real/, cases llama-eagle3-b200 
 
 import pytest
 from sglang_kvplan import pages
-from sglang_kvplan.spec import normalize_spec
+from sglang_kvplan.normalize import normalize_spec
 
 B200 = {"model": "llama-3.1-8b", "gpu_memory_mib": 183_359, "gpu_compute_capability": "10.0",
         "context_target": 65_536, "version": "0.5.23"}

@@ -26,11 +26,11 @@ import hostile_render  # noqa: E402
 import sglang_kvplan  # noqa: E402
 from sglang_checks import planhost, planspec  # noqa: E402
 from sglang_kvplan import architectures, memory, pages  # noqa: E402
+from sglang_kvplan.normalize import normalize_spec  # noqa: E402
 
 # The package's `plan` name is the function; the modules are reached by their full names.
 plan_module = importlib.import_module("sglang_kvplan.plan")
 model_module = importlib.import_module("sglang_kvplan.model")
-spec_module = importlib.import_module("sglang_kvplan.spec")
 
 # (compute capability, MiB) as nvidia-smi reports them; the driver fakes the same GPUs (driver.GPUS).
 GPU_KNOBS = {"sm120": ("12.0", 97887), "h100": ("9.0", 81559), "h200": ("9.0", 143771), "b200": ("10.0", 183359)}
@@ -524,10 +524,10 @@ def expected(spec, result):
             "max_running_requests": plan["max_running_requests"],
             # DeepSeek-V3.2's plan names the dtype 'auto' resolves to on the GPU (sparse.py)
             "kv_cache_dtype": plan.get("sparse_kv_cache_dtype") or spec["kv_cache_dtype"],
-            "page_size": pages.pool_page(spec_module.normalize_spec(spec)),
-            "draft_tokens": plan_module._draft_extra_tokens(spec_module.normalize_spec(spec)),
+            "page_size": pages.pool_page(normalize_spec(spec)),
+            "draft_tokens": plan_module._draft_extra_tokens(normalize_spec(spec)),
             # what the headroom's prefill activations are sized for (memory.py chunked_prefill_tokens)
-            "chunked_prefill_size": memory.chunked_prefill_tokens(spec_module.normalize_spec(spec)),
+            "chunked_prefill_size": memory.chunked_prefill_tokens(normalize_spec(spec)),
             # a sliding-window model's two pools, or a linear-attention model's KV pool and state slots, for the
             # memory the plan was made from (pools_real.py)
             "pools": _pools(plan, spec)}
@@ -562,7 +562,7 @@ def probe(spec, plan):
     from, GiB, unrounded), which the driver gives the release's own pool configurator; None for other models."""
     if _pools(plan, spec) is None:
         return None
-    normalized = spec_module.normalize_spec(spec)
+    normalized = normalize_spec(spec)
     pre, post, _, _ = memory.memory(normalized)
     return {"pre_load_avail_gib": pre, "profile_avail_gib": memory.profile_post(normalized, post)}
 
