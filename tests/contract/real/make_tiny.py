@@ -34,7 +34,7 @@ import struct
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-SMOKE = os.path.join(HERE, "..", "..", "..", "library", "sglang_smoke_test.py")
+SMOKE = os.path.join(HERE, "..", "..", "..", "module_utils", "sglang_proof_prompt.py")
 SPLIT = r" ?[A-Za-z]+|[0-9]| ?[^A-Za-z0-9 \n]|\n| "  # words with their space, each digit, punctuation
 SPECIAL = ["<unk>", "<s>", "</s>"]
 NEEDLE_TOKENS = [str(d) for d in range(10)] + [" ", " is", " number", " secret", "."]
