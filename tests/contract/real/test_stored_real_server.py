@@ -38,7 +38,7 @@ from run_double import running_double  # noqa: E402
 FIXTURES = os.environ.get("SGLANG_REAL_OUT") or os.path.join(REPO, "tests", "fixtures", "sglang_real")
 RELEASES = ["0.5.23"]
 KEY = "k3y-of-the-double"
-# What the project reads from /server_info (library/sglang_smoke_test.py server_info, pool_from_info,
+# What the project reads from /server_info (module_utils/sglang_proof_server.py server_info, pool_from_info,
 # reserved_tokens) and /v1/models (model_and_context), and from /generate's meta_info (generate_once)
 SERVER_INFO_READ = ("max_total_num_tokens", "max_req_input_len", "context_length", "max_running_requests",
                     "version", "speculative_algorithm")
