@@ -6,6 +6,20 @@ so they share these readings without importing one another. It imports nothing, 
 """
 
 
+MAX_CONFIG_INT = 1 << 31  # sizes, counts and windows of a config.json are int32 in every checkpoint format
+# Tighter bounds where a larger value is no model (the largest published have 126 layers, 128 heads, head_dim 512,
+# kv_lora_rank 512, hidden_size 25,600): a value past them is a damaged file, refused by name before it sizes a
+# pool of nonsense (or, for a hybrid model, before a list of that many layers is built).
+SANE_MAX = {"num_hidden_layers": 4096, "num_attention_heads": 16_384, "num_key_value_heads": 16_384,
+            "head_dim": 65_536, "v_head_dim": 65_536, "kv_lora_rank": 65_536, "qk_rope_head_dim": 65_536,
+            "hidden_size": 1 << 20}
+
+
+def config_bound(name):
+    """The largest value a config.json's positive integer `name` can sanely hold."""
+    return SANE_MAX.get(name, MAX_CONFIG_INT)
+
+
 def text_config(config):
     """The language model's config: multimodal checkpoints nest it under text_config."""
     nested = config.get("text_config")

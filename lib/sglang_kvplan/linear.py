@@ -31,7 +31,7 @@ checkpoint other than float32.
 import math
 
 from .architectures import LINEAR, architecture
-from .geometry import attn_tp_size
+from .geometry import attn_tp_size, config_bound
 from .spec import SM100_MAJOR, KVPlanError, gpu_major
 
 GIB = 1 << 30
@@ -61,6 +61,10 @@ def _positive(cfg, name):
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise KVPlanError("model_config: %r must be a positive whole number in this hybrid linear-attention model's "
                           "config.json, got %r. Stage the checkpoint's config.json again." % (name, value))
+    if value > config_bound(name):
+        raise KVPlanError("model_config: %r is %s in this hybrid linear-attention model's config.json, more than any "
+                          "model has (at most %s): the file is damaged. Stage the checkpoint's config.json again."
+                          % (name, repr(value)[:20], format(config_bound(name), ",")))
     return value
 
 

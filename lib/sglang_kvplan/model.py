@@ -13,7 +13,7 @@ import math
 
 from . import linear, sliding, sparse
 from .architectures import GEMMA3, check_architecture, one_pool_over_windows
-from .geometry import attn_tp_size, has_asymmetric_kv, is_mla, text_config
+from .geometry import attn_tp_size, config_bound, has_asymmetric_kv, is_mla, text_config
 from .refusals import check_launch, check_lora
 from .releases import ELEM_BYTES, MODEL_FREE_ALGORITHMS, OWN_GEOMETRY_ALGORITHMS, RULES, first_release_with
 from .rope import derived_context, scaled_window
@@ -34,21 +34,12 @@ def _field(config, name, default=None, where="model_config"):
         raise KVPlanError("%s: %r must be a positive integer in the model's config.json, got %s%s. Is this "
                           "a decoder-only checkpoint's config.json?"
                           % (where, name, shown, " (a string)" if isinstance(value, str) else ""))
-    if value > _SANE_MAX.get(name, MAX_CONFIG_INT):
+    if value > config_bound(name):
         raise KVPlanError("%s: %r is %s in the model's config.json, more than any model has (at most %s): the file "
                           "is damaged or not a model's config.json. Stage the checkpoint again."
                           % (where, name, repr(value)[:20] + ("..." if len(repr(value)) > 20 else ""),
-                             format(_SANE_MAX.get(name, MAX_CONFIG_INT), ",")))
+                             format(config_bound(name), ",")))
     return value
-
-
-MAX_CONFIG_INT = 1 << 31  # sizes, counts and windows of a config.json are int32 in every checkpoint format
-# Tighter bounds where a larger value is no model (the largest published have 126 layers, 128 heads, head_dim 512,
-# kv_lora_rank 512, hidden_size 25,600): a value past them is a damaged file, refused by name before it sizes a
-# pool of nonsense.
-_SANE_MAX = {"num_hidden_layers": 4096, "num_attention_heads": 16_384, "num_key_value_heads": 16_384,
-             "head_dim": 65_536, "v_head_dim": 65_536, "kv_lora_rank": 65_536, "qk_rope_head_dim": 65_536,
-             "hidden_size": 1 << 20}
 
 
 def check_config_types(config, where="model_config"):

@@ -19,6 +19,7 @@ key is read by the YaRN rotary embedding only as a fallback for original_max_pos
 import json
 import math
 
+from .geometry import MAX_CONFIG_INT
 from .spec import KVPlanError
 
 CONTEXT_LENGTH_KEYS = ("max_sequence_length", "seq_length", "max_seq_len", "model_max_length",
@@ -44,6 +45,11 @@ def derived_context(text):
     factor = 1
     if isinstance(scaling, dict) and scaling:
         factor = scaling.get("factor", 1)
+        # checked even where SGLang leaves it out of the window: the rotary embedding still scales by it
+        if not _number(factor) or not 0 < factor <= MAX_CONFIG_INT:
+            raise KVPlanError("model_config: rope_scaling factor %r in the model's config.json is not a positive "
+                              "finite number: the file is damaged. Stage the checkpoint's config.json again."
+                              % (factor,))
         if "original_max_position_embeddings" in scaling or scaling.get("rope_type") == "llama3":
             factor = 1
     key = window_key(text)
@@ -53,6 +59,10 @@ def derived_context(text):
     if not _number(value) or not _number(factor):
         raise KVPlanError("model_config: %s %r with rope_scaling factor %r is not a window SGLang can derive (it "
                           "multiplies them): check the checkpoint's config.json" % (key, value, factor))
+    if not 0 < value <= MAX_CONFIG_INT or not 0 < factor * value <= MAX_CONFIG_INT:
+        raise KVPlanError("model_config: %s %r (rope_scaling factor %r) is not a window any model has (positive, at "
+                          "most %s): the file is damaged. Stage the checkpoint's config.json again."
+                          % (key, value, factor, format(MAX_CONFIG_INT, ",")))
     return int(factor * value)
 
 
