@@ -1,10 +1,22 @@
 """How the production code finds lib/: the sys.path insertions it makes, and that every plugin imports on its own.
 
-Ansible loads a checkout's plugins (ansible.cfg's filter_plugins, action_plugins) by file path, under names such as
-ansible.plugins.action.<name>: a plugin has no package of its own to import a sibling from, so each plugin that uses
-lib/ puts its own ../lib on sys.path (plugins/lib -> ../lib in the collection: tests/collection/build.sh). These tests
-keep those insertions in the plugins' import headers, never in shared code, and hold their number to today's (issue 47
-wants 3 at most; the ways tried are in docs/architecture.md, "How the plugins find lib/").
+lib/ holds plain packages (sglang_kvplan, sglang_checks, sglang_state, sglang_report, sglang_metrics) that import one
+another by their top-level names, so lib/ itself must be on sys.path. Ansible loads a checkout's plugins (ansible.cfg's
+filter_plugins, action_plugins) by file path, as ansible.plugins.<type>.<name>: a plugin has no package of its own to
+import a sibling from (`from . import x` looks in ansible/plugins/<type>/), and ansible.cfg's module_utils folder is
+not importable on the controller (ansible.module_utils.<x> is for the modules sent to hosts). So each filter and
+action plugin that uses lib/ puts its own ../lib on sys.path in its import header (plugins/lib -> ../lib in the
+collection: tests/collection/build.sh); the tests do it in tests/conftest.py, and `python -m sglang_report` and
+`-m sglang_metrics` run with lib/ as their working directory. These tests keep the insertions in the plugins' import
+headers, never in shared code, and hold their number to today's.
+
+Issue 47 wants 3 at most. Tried (ansible-core 2.19): a collection's plugins/plugin_utils module that inserts lib/
+once, imported by each plugin as ansible_collections.<ns>.<name>.plugins.plugin_utils.<x>, works in the collection
+only; a .pth file in .venv (or lib/ installed as a package there) serves .venv's Ansible only: the core-next image's
+/venv, any other Ansible run from the checkout (where an action plugin's failed import is a traceback, "Unexpected
+Exception, this is probably a bug") and the installed collection would not find lib/. Both together would leave one
+insertion, with build.sh rewriting the collection's plugin headers and core-next's /venv given the .pth, and an
+Ansible outside .venv no longer able to run the checkout.
 """
 
 import ast
