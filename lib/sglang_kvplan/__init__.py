@@ -6,6 +6,12 @@ plan(spec) -> the flags for spec['context_target']
 calibrate(spec, boot) -> P and A from one boot's log, A refined by the logged pool
 node_placement(nodes, host) -> this host's rank in a server across nodes (sglang_nodes)
 server_inputs(per_node) -> the least GPU memory and calibration over a server's nodes, and the node that limits
+
+The files stand in layers (tests/unit/test_kvplan_layers.py): spec.py, geometry.py and kv_cell.py at the floor; the
+attention families (plain.py, sliding.py, linear.py, sparse.py) on the floors only; families.py, their registry,
+above them; architectures.py and model.py dispatch through it; normalize.py and plan.py on top. To add a family,
+write one module with the interface families.py's docstring lists, importing only the floors, and add it to
+families.MODELLED: one file and one line.
 """
 
 from .calibration import calibrate

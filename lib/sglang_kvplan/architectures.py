@@ -3,18 +3,21 @@
 Every architecture a release registers is in releases/architectures.json (read from the release's wheel by
 tests/contract/extract_architectures.py): full (MHA/GQA), mla, window_one_pool, reward, a multimodal wrapper by its
 text model, hybrid_swa, linear, sparse, encoder, draft, or refused with a reason. The plain classes are planned by
-the cell formula (model.py); the hybrid and sparse families the planner models are named below (SLIDING, LINEAR,
-SPARSE, GEMMA3, each citing the SGLang 0.5.23 EntryClass that serves it) and sized by their own files (sliding.py,
-linear.py, sparse.py); every other class is refused by name with what SGLang does instead and how to size it by
-hand (sglang_max_total_tokens: hand_pool.py). An architecture the release does not register is served by SGLang's
-Transformers fallback with the plain pool, and planned so where its config has a plain layout (with a plan line).
+the plain family (plain.py: the cell formula of kv_cell.py); the hybrid and sparse families the planner models name
+their architectures in their own files (sliding.py, linear.py, sparse.py: SLIDING, LINEAR, SPARSE here, each citing
+the SGLang 0.5.23 EntryClass that serves it), registered in families.py; Gemma 3 (GEMMA3) is planned plainly on the
+releases known to turn its windows off. Every other class is refused by name with what SGLang does instead and how
+to size it by hand (sglang_max_total_tokens: hand_pool.py). An architecture the release does not register is served
+by SGLang's Transformers fallback with the plain pool, and planned so where its config has a plain layout (with a
+plan line).
 """
 
 import json
 import os
 import re
 
-from .geometry import text_config
+from . import families, linear, plain, sliding, sparse
+from .geometry import architecture, text_config
 from .releases import RULES
 from .spec import KVPlanError
 
@@ -40,32 +43,10 @@ KNOWN = {
     "DFlashDraftModel": "models/dflash.py:1317",
 }
 
-# Hybrid sliding-window models, sized by sliding.py: a full pool and a windowed one, split by
-# --swa-full-tokens-ratio. SGLang 0.5.23 marks them hybrid SWA (configs/model_config.py SWA_SINK_ARCHS,
-# is_hybrid_swa_model) and reads the full and sliding layers from config.json's layer_types (get_hybrid_layer_ids).
-SLIDING = {
-    "GptOssForCausalLM": ("gpt-oss", "models/gpt_oss.py:1446"),
-}
-
-# Hybrid linear-attention models, sized by linear.py: a state pool of request slots beside the KV pool of the
-# full-attention layers (0.5.23 configs/hybrid_arch.py hybrid_gdn_config; mem_cache/kv_cache_configurator.py).
-LINEAR = {
-    "Qwen3NextForCausalLM": ("Qwen3-Next", "models/qwen3_next.py:1316"),
-    # Qwen3.5's text model is Qwen3-Next's (configs/qwen3_5.py Qwen3_5TextConfig(Qwen3NextConfig)), under
-    # text_config beside a vision encoder
-    "Qwen3_5ForConditionalGeneration": ("Qwen3.5", "models/qwen3_5.py:3021"),
-    "Qwen3_5MoeForConditionalGeneration": ("Qwen3.5 MoE", "models/qwen3_5.py:3021"),
-    # Mamba2 layers and a few GQA attention layers, by hybrid_override_pattern (configs/nemotron_h.py)
-    "NemotronHForCausalLM": ("Nemotron-H", "models/nemotron_h.py:1361"),
-    # KDA layers and a few MLA layers, by linear_attn_config's kda_layers (configs/kimi_linear.py)
-    "KimiLinearForCausalLM": ("Kimi-Linear", "models/kimi_linear.py:1017"),
-}
-
-# DeepSeek sparse attention, sized by sparse.py: the MLA row in the dtype the release picks and the indexer's keys,
-# page 64 (0.5.15+).
-SPARSE = {
-    "DeepseekV32ForCausalLM": ("DeepSeek-V3.2", "models/deepseek_v2.py:3595"),
-}
+# The families' own tables (families.py), by the names the docs and the tests read them by.
+SLIDING = sliding.ARCHITECTURES  # two pools, full and sliding-window, split by --swa-full-tokens-ratio
+LINEAR = linear.ARCHITECTURES  # a state pool of request slots beside the KV pool of the full-attention layers
+SPARSE = sparse.ARCHITECTURES  # DeepSeek sparse attention: the MLA row and the indexer's keys, page 64 (0.5.15+)
 
 # Gemma 3: every release in releases/rules.json, 0.5.9 to 0.5.23, sets disable_hybrid_swa_memory for
 # Gemma3ForConditionalGeneration and Gemma3ForCausalLM ("Disable hybrid SWA memory for ... as it is not yet
@@ -89,24 +70,6 @@ GEMMA3_PLAIN_POOL = {
 GEMMA3_PLAIN_POOL_RELEASES = frozenset(GEMMA3_PLAIN_POOL)
 
 
-def architecture(config, where="model_config"):
-    """config.json's architectures[0], or None where the config names none.
-
-    None: a geometry written by hand (sglang_model_config without `architectures`, and the planner's unit tests).
-    Every real config.json names its architecture (SGLang cannot load one that does not: configs/model_config.py
-    reads hf_config.architectures), and every preset names one, so a config without it is not a checkpoint
-    staged on a host; it is planned by its geometry under the key checks (model.py _unsupported_layout), as
-    the operator who wrote it asked."""
-    value = config.get("architectures")
-    if value is None:
-        return None
-    if not isinstance(value, list) or not value or not isinstance(value[0], str) or not value[0]:
-        raise KVPlanError("%s: 'architectures' in the model's config.json must be a list naming the model class "
-                          "(e.g. [\"Qwen3ForCausalLM\"]), got %r. Stage the checkpoint's config.json again."
-                          % (where, value if len(repr(value)) <= 60 else repr(value)[:40] + "..."))
-    return value[0]
-
-
 # Where a release's table (releases/architectures.json) has no class the planner sizes, what SGLang does instead.
 _REFUSED_BY_CLASS = {
     "hybrid_swa": "SGLang sizes a full pool and a sliding-window pool split by --swa-full-tokens-ratio, which the "
@@ -127,7 +90,7 @@ _REFUSED_BY_REASON = {
                          "(Llama 4: chunked attention, window attention_chunk_size, on 3 of 4 layers), which the "
                          "planner does not model",
 }
-_PLANNED = ("full", "mla", "window_one_pool", "reward")
+_PLANNED = plain.POOL_CLASSES
 TABLE_FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "releases", "architectures.json")
 _TABLES = {}
 
@@ -188,8 +151,6 @@ def check_architecture(config, release, where="model_config"):
     arch = architecture(config, where)
     if arch is None or arch == "DFlashDraftModel":
         return arch  # DFLASH draft: checked against its target (drafter.py)
-    if arch in LINEAR or arch in SPARSE:
-        return arch  # the release's rule is checked with the rest of the family's (linear.check, sparse.check)
     if arch in SLIDING:
         rule = RULES[release]["swa_pool"]
         if rule != "ratio_cell":
@@ -199,6 +160,8 @@ def check_architecture(config, release, where="model_config"):
                               % (where, SLIDING[arch][0], arch, release, RULES[release]["swa_pool_source"], rule,
                                  _hand_sizing()))
         return arch
+    if arch in families.modelled_architectures():
+        return arch  # the release's rule is checked with the rest of the family's (linear.check, sparse.check)
     if arch in GEMMA3:
         if release in GEMMA3_PLAIN_POOL_RELEASES:
             return arch
@@ -248,7 +211,7 @@ def _unregistered(config, arch, release, where):
 # config keys SGLang reads KV heads from before num_key_value_heads (0.5.23 model_config.py get_total_num_kv_heads)
 _OTHER_KV_KEYS = ("multi_query_group_num", "num_attention_groups", "n_head_kv", "num_kv_heads", "multi_query",
                   "attn_config", "block_configs")
-_FAMILIES = set(SLIDING) | set(LINEAR) | set(SPARSE) | GEMMA3 | {"DFlashDraftModel"}
+_FAMILIES = set(families.modelled_architectures()) | GEMMA3 | {"DFlashDraftModel"}
 
 
 def _tables_known():
@@ -262,12 +225,8 @@ def markdown():
     rows += ["| `%s` | one pool, every layer full attention | `%s` |" % (arch, where) for arch, where in KNOWN.items()]
     rows += ["| `%s` | one pool over every layer: 0.5.9-0.5.23 turn its sliding-window split off | `%s` |"
              % (arch, GEMMA3_PLAIN_POOL["0.5.23"]) for arch in sorted(GEMMA3)]
-    rows += ["| `%s` | two pools, full and sliding-window (`sliding.py`), from 0.5.11 | `%s` |" % (arch, where)
-             for arch, (_family, where) in SLIDING.items()]
-    rows += ["| `%s` | a KV pool of its full-attention layers and a state pool of request slots (`linear.py`), "
-             "from 0.5.13 | `%s` |" % (arch, where) for arch, (_family, where) in LINEAR.items()]
-    rows += ["| `%s` | one MLA pool with its sparse-attention indexer keys, in the KV dtype and page 64 the release "
-             "picks (`sparse.py`), from 0.5.15 | `%s` |" % (arch, where) for arch, (_family, where) in SPARSE.items()]
+    rows += ["| `%s` | %s | `%s` |" % (arch, family.PLANNED_AS, where)
+             for family in families.MODELLED for arch, (_name, where) in family.ARCHITECTURES.items()]
     return "\n".join(rows) + "\n\n" + classes_markdown()
 
 

@@ -1,10 +1,12 @@
-"""The model's geometry as every sizing file reads it: the language model's config.json, its attention kind, and
-the attention-TP size its heads split over.
+"""The model's geometry as every sizing file reads it: the language model's config.json, its architecture, its
+attention kind, and the attention-TP size its heads split over.
 
-A floor beside spec.py and below every attention family (sliding.py, linear.py, sparse.py), pages.py and model.py,
-so they share these readings without importing one another. It imports nothing, so it can never close an import circle.
+A floor just above spec.py and below every attention family (families.py: plain.py, sliding.py, linear.py,
+sparse.py), kv_cell.py, pages.py and model.py, so they share these readings without importing one another. It imports
+only spec.py's KVPlanError (spec.py imports no planner file), so it can never close an import circle.
 """
 
+from .spec import KVPlanError
 
 MAX_CONFIG_INT = 1 << 31  # sizes, counts and windows of a config.json are int32 in every checkpoint format
 # Tighter bounds where a larger value is no model (the largest published have 126 layers, 128 heads, head_dim 512,
@@ -26,6 +28,24 @@ def text_config(config):
     if isinstance(nested, dict) and nested.get("num_hidden_layers"):
         return nested
     return config
+
+
+def architecture(config, where="model_config"):
+    """config.json's architectures[0], or None where the config names none.
+
+    None: a geometry written by hand (sglang_model_config without `architectures`, and the planner's unit tests).
+    Every real config.json names its architecture (SGLang cannot load one that does not: configs/model_config.py
+    reads hf_config.architectures), and every preset names one, so a config without it is not a checkpoint
+    staged on a host; it is planned by its geometry under the key checks (model.py _unsupported_layout), as
+    the operator who wrote it asked."""
+    value = config.get("architectures")
+    if value is None:
+        return None
+    if not isinstance(value, list) or not value or not isinstance(value[0], str) or not value[0]:
+        raise KVPlanError("%s: 'architectures' in the model's config.json must be a list naming the model class "
+                          "(e.g. [\"Qwen3ForCausalLM\"]), got %r. Stage the checkpoint's config.json again."
+                          % (where, value if len(repr(value)) <= 60 else repr(value)[:40] + "..."))
+    return value[0]
 
 
 def is_mla(config):

@@ -30,9 +30,28 @@ checkpoint other than float32.
 
 import math
 
-from .architectures import LINEAR, architecture
-from .geometry import attn_tp_size, config_bound
+from .geometry import architecture, attn_tp_size, config_bound
+from .kv_cell import own_cell
 from .spec import SM100_MAJOR, KVPlanError, gpu_major
+
+# The architectures this family sizes (families.py): architectures[0] -> (the model family, the SGLang 0.5.23
+# EntryClass that serves it). A state pool of request slots beside the KV pool of the full-attention layers (0.5.23
+# configs/hybrid_arch.py hybrid_gdn_config; mem_cache/kv_cache_configurator.py).
+ARCHITECTURES = {
+    "Qwen3NextForCausalLM": ("Qwen3-Next", "models/qwen3_next.py:1316"),
+    # Qwen3.5's text model is Qwen3-Next's (configs/qwen3_5.py Qwen3_5TextConfig(Qwen3NextConfig)), under
+    # text_config beside a vision encoder
+    "Qwen3_5ForConditionalGeneration": ("Qwen3.5", "models/qwen3_5.py:3021"),
+    "Qwen3_5MoeForConditionalGeneration": ("Qwen3.5 MoE", "models/qwen3_5.py:3021"),
+    # Mamba2 layers and a few GQA attention layers, by hybrid_override_pattern (configs/nemotron_h.py)
+    "NemotronHForCausalLM": ("Nemotron-H", "models/nemotron_h.py:1361"),
+    # KDA layers and a few MLA layers, by linear_attn_config's kda_layers (configs/kimi_linear.py)
+    "KimiLinearForCausalLM": ("Kimi-Linear", "models/kimi_linear.py:1017"),
+}
+POOL_CLASSES = ("linear",)  # the class of releases/architectures.json its architectures carry
+OWN_LAYOUT_KEYS = True  # layer_types, full_attention_interval, the Mamba keys are this family's (model.py)
+PLANNED_AS = ("a KV pool of its full-attention layers and a state pool of request slots (`linear.py`), "
+              "from 0.5.13")  # docs/planner.md's table
 
 GIB = 1 << 30
 SLOTS_PER_REQUEST = 5  # 3 + the extra buffer's 2 tracking slots with the overlap schedule (the most a request holds)
@@ -69,7 +88,7 @@ def _positive(cfg, name):
 
 
 def _family(arch):
-    return LINEAR[arch][0].split()[0]
+    return ARCHITECTURES[arch][0].split()[0]
 
 
 def _fields_of(arch, cfg):
@@ -111,10 +130,10 @@ def _kinds(arch, cfg):
 
 
 def layout(config):
-    """{full, linear: layer counts, and the state's geometry as Mamba2StateShape.create takes it} for a LINEAR
-    architecture, else None."""
+    """{full, linear: layer counts, and the state's geometry as Mamba2StateShape.create takes it} for an
+    architecture of this family (ARCHITECTURES), else None."""
     arch = architecture(config)
-    if arch not in LINEAR:
+    if arch not in ARCHITECTURES:
         return None
     cfg = _text(config)
     fields, holder = _fields_of(arch, cfg)
@@ -129,6 +148,23 @@ def layout(config):
         raise KVPlanError("model_config: its layers are %d full-attention and %d linear layers; the planner sizes a "
                           "model with both." % (out["full"], out["linear"]))
     return out
+
+
+def claims(config):
+    """True for an architecture of this family (damaged state fields are refused by name)."""
+    return layout(config) is not None
+
+
+def kv_cell(spec, elem):
+    """KV bytes per token on one GPU: only the full-attention layers hold KV (kv_cell.py's formula over them)."""
+    return own_cell(spec["model_config"], elem, attn_tp_size(spec), layout(spec["model_config"])["full"])
+
+
+def describe(spec, dtype):
+    """The cell's words: the full layers' KV, the linear layers' state beside it."""
+    geo = layout(spec["model_config"])
+    return ("%s GQA KV of the %d full-attention layers (the %d linear-attention layers keep a state per request "
+            "instead), heads split over attention TP" % (dtype, geo["full"], geo["linear"]))
 
 
 # The Qwen3-Next family gets triton on SM100 from its own override, which keeps the page (0.5.23
@@ -229,7 +265,7 @@ def check(spec):
         raise KVPlanError("model_config: %s (architectures %s) keeps a state pool that SGLang %s sizes another way "
                           "than 0.5.13 and newer (%s), which the planner does not model. Use SGLang 0.5.13 or newer, "
                           "or size it by hand with --max-total-tokens."
-                          % (LINEAR[arch][0], arch, spec["_release"], spec["_rules"]["state_pool_source"]))
+                          % (ARCHITECTURES[arch][0], arch, spec["_release"], spec["_rules"]["state_pool_source"]))
     refusals = (
         (spec["speculative"], "sglang_speculative: a draft beside a hybrid linear-attention model reserves "
                               "intermediate states per draft token, which the planner does not model; leave "

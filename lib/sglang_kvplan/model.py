@@ -1,19 +1,16 @@
 """KV bytes per token per GPU (SGLang's `cell_size`), from a Hugging Face config.json.
 
-Mirrors SGLang's model_runner / pool_configurator (docs/kv-pool-formula.md has the citations):
-  MLA (DeepSeek-V3/R1, Kimi K2):  (kv_lora_rank + qk_rope_head_dim) * L * elem
-      one latent vector serves K and V, and it is replicated on every attention-TP rank.
-  MHA/GQA:  max(1, kv_heads // attn_tp) * (head_dim + v_head_dim) * L * elem
-      attn_tp = tp / dp with DP attention; KV heads are replicated when tp > kv_heads.
-  L is the layer count on one pipeline stage. A speculative draft's KV is added per release
-  (releases.py): inside the cell in 0.5.23, beside the pool (out of the headroom) in 0.5.9.
+Mirrors SGLang's model_runner / pool_configurator (docs/kv-pool-formula.md has the citations). The target model's
+cell is its attention family's (families.py: plain.py's MLA or MHA/GQA formula of kv_cell.py over the layers of one
+pipeline stage, or sliding.py's, linear.py's, sparse.py's), found through the registry; this file holds what every
+family shares: the checks of the config and the parallelism, the KV element, and the speculative draft, whose KV is
+added per release (releases.py): inside the cell in 0.5.23, beside the pool (out of the headroom) in 0.5.9.
 """
 
-import math
-
-from . import linear, sliding, sparse
 from .architectures import GEMMA3, check_architecture, one_pool_over_windows
-from .geometry import attn_tp_size, config_bound, has_asymmetric_kv, is_mla, text_config
+from .families import family_of
+from .geometry import attn_tp_size, has_asymmetric_kv, is_mla, text_config
+from .kv_cell import config_field, layers_per_stage, own_cell
 from .refusals import check_launch, check_lora
 from .releases import ELEM_BYTES, MODEL_FREE_ALGORITHMS, OWN_GEOMETRY_ALGORITHMS, RULES, first_release_with
 from .rope import derived_context, scaled_window
@@ -22,24 +19,6 @@ from .spec import KVPlanError, gpu_is_sm100
 # SGLang's dtype "auto" serves a float32 checkpoint (or one that names no dtype) as float16, bfloat16 for Gemma
 # (0.5.9 and 0.5.23 configs/model_config.py _get_and_verify_dtype): the KV cache follows the served dtype.
 _TORCH_DTYPE_BYTES = {"bfloat16": 2, "float16": 2, "half": 2, "float32": 2, "float": 2}
-
-
-def _field(config, name, default=None, where="model_config"):
-    """A positive integer field of a config.json; `default` when absent (None: required)."""
-    value = config.get(name)
-    if value is None and default is not None:
-        return default
-    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-        shown = repr(value) if len(repr(value)) <= 40 else repr(value)[:20] + "..."
-        raise KVPlanError("%s: %r must be a positive integer in the model's config.json, got %s%s. Is this "
-                          "a decoder-only checkpoint's config.json?"
-                          % (where, name, shown, " (a string)" if isinstance(value, str) else ""))
-    if value > config_bound(name):
-        raise KVPlanError("%s: %r is %s in the model's config.json, more than any model has (at most %s): the file "
-                          "is damaged or not a model's config.json. Stage the checkpoint again."
-                          % (where, name, repr(value)[:20] + ("..." if len(repr(value)) > 20 else ""),
-                             format(config_bound(name), ",")))
-    return value
 
 
 def check_config_types(config, where="model_config"):
@@ -100,26 +79,26 @@ def check_geometry(spec):
     # The architecture decides first (architectures.py): an unknown one is refused, never planned as another.
     # Gemma 3 carries sliding_window/layer_types that the releases it is known on turn off (one plain pool).
     arch = check_architecture(spec["model_config"], spec["_release"])
-    # A sliding-window architecture the planner sizes (sliding.py) carries the keys below by design.
-    planned_hybrid = (sliding.layout(spec["model_config"]) or linear.layout(spec["model_config"])
-                      or sparse.is_sparse(spec["model_config"]))
+    # A hybrid or sparse family (families.py) reads the keys below by design; its claim refuses a damaged layout.
+    family = family_of(spec["model_config"])
     windows_in_one_pool = one_pool_over_windows(spec["model_config"], spec["_release"])
-    unsupported = None if arch in GEMMA3 or planned_hybrid else _unsupported_layout(cfg, windows_in_one_pool)
+    unsupported = (None if arch in GEMMA3 or family.OWN_LAYOUT_KEYS
+                   else _unsupported_layout(cfg, windows_in_one_pool))
     if windows_in_one_pool:  # the windows are not sized, but a damaged one is still refused by name
         for name in ("sliding_window", "attention_chunk_size"):
             if cfg.get(name) is not None:
-                _field(cfg, name)
+                config_field(cfg, name)
     if unsupported:
         raise KVPlanError("model_config: this checkpoint uses %s (config.json has %r), which the planner cannot "
                           "size: its plan would be wrong. Size it by hand with --max-total-tokens, or choose a "
                           "model with full attention (MLA or GQA)." % (unsupported[1], unsupported[0]))
-    heads = _field(cfg, "num_attention_heads")
-    _field(cfg, "num_hidden_layers")
+    heads = config_field(cfg, "num_attention_heads")
+    config_field(cfg, "num_hidden_layers")
     for name in ("num_key_value_heads", "head_dim", "v_head_dim", "kv_lora_rank", "qk_rope_head_dim",
                  "hidden_size", "max_position_embeddings"):
         if cfg.get(name) is not None:
-            _field(cfg, name)
-    if not is_mla(cfg) and cfg.get("head_dim") is None and _field(cfg, "hidden_size") // heads < 1:
+            config_field(cfg, name)
+    if not is_mla(cfg) and cfg.get("head_dim") is None and config_field(cfg, "hidden_size") // heads < 1:
         raise KVPlanError("model_config: hidden_size %s is smaller than num_attention_heads %s and there is no "
                           "head_dim, so a head would have no dimension: check sglang_model_config (config.json), or "
                           "give head_dim." % (cfg.get("hidden_size"), heads))
@@ -133,13 +112,11 @@ def check_geometry(spec):
         raise KVPlanError("%s: attention TP %d and the model's %d KV heads must divide one another (SGLang "
                           "splits or replicates KV heads); use a divisor or a multiple of %d."
                           % (knob, attn_tp, kv_heads, kv_heads))
-    if spec["pp_size"] > _field(cfg, "num_hidden_layers"):
+    if spec["pp_size"] > config_field(cfg, "num_hidden_layers"):
         raise KVPlanError("sglang_pp_size: %d pipeline stages for %d layers; use at most %d."
                           % (spec["pp_size"], cfg["num_hidden_layers"], cfg["num_hidden_layers"]))
     check_speculative(spec)
-    sliding.check(spec)
-    linear.check(spec)
-    sparse.check(spec, cfg)
+    family.check(spec)
 
 
 def kv_elem_bytes(config, kv_cache_dtype):
@@ -155,46 +132,11 @@ def kv_elem_bytes(config, kv_cache_dtype):
     return _TORCH_DTYPE_BYTES.get(dtype.replace("torch.", ""), 2)
 
 
-def layers_per_stage(config, pp_size):
-    """Layers on the fullest pipeline stage: the pool is the MIN over stages."""
-    return math.ceil(_field(text_config(config), "num_hidden_layers") / pp_size)
-
-
-def _own_cell(config, kv_elem, attn_tp, layers):
-    """KV bytes per token of `layers` layers with this config's attention on one GPU."""
-    cfg = text_config(config)
-    if is_mla(cfg):
-        return (_field(cfg, "kv_lora_rank") + _field(cfg, "qk_rope_head_dim")) * layers * kv_elem
-    heads = _field(cfg, "num_attention_heads")
-    kv_heads = _field(cfg, "num_key_value_heads", heads)
-    head_dim = _field(cfg, "head_dim", _field(cfg, "hidden_size") // heads)
-    v_head_dim = _field(cfg, "v_head_dim", head_dim)
-    return max(1, kv_heads // attn_tp) * (head_dim + v_head_dim) * layers * kv_elem
-
-
 def target_cell_bytes(spec):
-    """The target model's KV bytes per token on one GPU (no draft); for a sliding-window model, per token of its
-    full pool (sliding.py)."""
+    """The target model's KV bytes per token on one GPU (no draft), as its family sizes it (families.py); for a
+    sliding-window model, per token of its full pool (sliding.py)."""
     config = spec["model_config"]
-    elem, attn_tp = kv_elem_bytes(config, spec["kv_cache_dtype"]), attn_tp_size(spec)
-    if sliding.layout(config):
-        return sliding.cell(spec, _own_cell(config, elem, attn_tp, 1), _sliding_layer_bytes(config, elem, attn_tp))
-    if linear.layout(config):  # only the full-attention layers hold KV (linear.py)
-        return _own_cell(config, elem, attn_tp, linear.layout(config)["full"])
-    if sparse.is_sparse(config):  # the release's dtype and row, and the indexer's keys (sparse.py)
-        return sparse.cell_bytes(spec, text_config(config), layers_per_stage(config, spec["pp_size"]))
-    return _own_cell(config, elem, attn_tp, layers_per_stage(config, spec["pp_size"]))
-
-
-def _sliding_layer_bytes(config, elem, attn_tp):
-    """One sliding layer's KV bytes per token: its own heads and dims where config.json gives them, else the full
-    layers' (0.5.23 configs/model_config.py get_swa_num_kv_heads, and swa_head_dim/swa_v_head_dim :1357-1365)."""
-    cfg = text_config(config)
-    heads = _field(cfg, "num_attention_heads")
-    kv_heads = _field(cfg, "swa_num_key_value_heads", _field(cfg, "num_key_value_heads", heads))
-    head_dim = _field(cfg, "swa_head_dim", _field(cfg, "head_dim", _field(cfg, "hidden_size") // heads))
-    v_head_dim = _field(cfg, "swa_v_head_dim", head_dim)
-    return max(1, kv_heads // attn_tp) * (head_dim + v_head_dim) * elem
+    return family_of(config).kv_cell(spec, kv_elem_bytes(config, spec["kv_cache_dtype"]))
 
 
 def draft_layers(spec):
@@ -204,8 +146,8 @@ def draft_layers(spec):
     if algorithm in MODEL_FREE_ALGORITHMS:
         return 0
     if algorithm == "NEXTN" or spec_cfg["draft_model_config"] is None:
-        return _field(text_config(spec["model_config"]), "num_nextn_predict_layers", 1)
-    return _field(text_config(spec_cfg["draft_model_config"]), "num_hidden_layers",
+        return config_field(text_config(spec["model_config"]), "num_nextn_predict_layers", 1)
+    return config_field(text_config(spec_cfg["draft_model_config"]), "num_hidden_layers",
                   where="speculative.draft_model_config")
 
 
@@ -223,7 +165,7 @@ def draft_cell_bytes(spec):
         elem = kv_elem_bytes(draft_config, spec["kv_cache_dtype"])
         if spec_cfg["algorithm"] == "DFLASH" and dflash_draft_on_fa4(spec):
             elem = max(elem, model_dtype_bytes(draft_config))
-    return _own_cell(draft_config, elem, attn_tp_size(spec), draft_layers(spec))
+    return own_cell(draft_config, elem, attn_tp_size(spec), draft_layers(spec))
 
 
 def model_dtype_bytes(config):
@@ -337,15 +279,7 @@ def describe_cell(spec):
     dtype = {1: "fp8", 2: "bf16", 4: "fp32"}[elem]
     if is_mla(config):
         return "%s MLA latent KV, replicated on each of %d TP ranks" % (dtype, spec["tp_size"])
-    if linear.layout(config):
-        return ("%s GQA KV of the %d full-attention layers (the %d linear-attention layers keep a state per request "
-                "instead), heads split over attention TP" % (dtype, linear.layout(config)["full"],
-                                                             linear.layout(config)["linear"]))
-    if sliding.layout(config):
-        full, layers, _window = sliding.layout(config)
-        return ("%s GQA KV of %d full-attention layers + --swa-full-tokens-ratio %s x %d sliding-window layers, heads "
-                "split over attention TP" % (dtype, full, sliding.ratio(spec), layers))
-    return "%s GQA/MHA KV, heads split over attention TP" % dtype
+    return family_of(config).describe(spec, dtype) or "%s GQA/MHA KV, heads split over attention TP" % dtype
 
 
 def native_context(config):

@@ -21,15 +21,25 @@ pipeline stages (each holds its own share of each kind), and --disable-radix-cac
 pool from --max-running-requests: SWARequestCapPoolConfigurator, :971-1046).
 """
 
-from .architectures import SLIDING, architecture
+from .geometry import architecture, attn_tp_size, text_config
+from .kv_cell import config_field, own_cell
 from .spec import KVPlanError
 
+# The architectures this family sizes (families.py): architectures[0] -> (the model family, the SGLang 0.5.23
+# EntryClass that serves it). SGLang 0.5.23 marks them hybrid SWA (configs/model_config.py SWA_SINK_ARCHS,
+# is_hybrid_swa_model) and reads the full and sliding layers from config.json's layer_types (get_hybrid_layer_ids).
+ARCHITECTURES = {
+    "GptOssForCausalLM": ("gpt-oss", "models/gpt_oss.py:1446"),
+}
+POOL_CLASSES = ("hybrid_swa",)  # the class of releases/architectures.json its architectures carry
+OWN_LAYOUT_KEYS = True  # sliding_window and layer_types are this family's to read, not a refusal (model.py)
+PLANNED_AS = "two pools, full and sliding-window (`sliding.py`), from 0.5.11"  # docs/planner.md's table
 LAYER_KINDS = ("full_attention", "sliding_attention")
 
 
 def layout(config):
     """(full layers, sliding layers, window) of a SLIDING architecture's config.json, else None."""
-    if architecture(config) not in SLIDING:
+    if architecture(config) not in ARCHITECTURES:
         return None
     cfg = config.get("text_config") if isinstance(config.get("text_config"), dict) else config
     kinds = cfg.get("layer_types")
@@ -80,6 +90,37 @@ def check(spec):
         raise KVPlanError("sglang_extra_args: --disable-radix-cache makes SGLang 0.5.15+ size a sliding-window "
                           "model's sliding pool from --max-running-requests (SWARequestCapPoolConfigurator), which "
                           "the planner does not model; remove it from sglang_extra_args for this model.")
+
+
+def claims(config):
+    """True for an architecture of this family (a damaged layer_types or window is refused by name)."""
+    return layout(config) is not None
+
+
+def kv_cell(spec, elem):
+    """KV bytes per token of the full pool on one GPU (cell below), each layer's bytes as kv_cell.py's formula and
+    the sliding layers' own heads and dims."""
+    config, attn_tp = spec["model_config"], attn_tp_size(spec)
+    return cell(spec, own_cell(config, elem, attn_tp, 1), _sliding_layer_bytes(config, elem, attn_tp))
+
+
+def _sliding_layer_bytes(config, elem, attn_tp):
+    """One sliding layer's KV bytes per token: its own heads and dims where config.json gives them, else the full
+    layers' (0.5.23 configs/model_config.py get_swa_num_kv_heads, and swa_head_dim/swa_v_head_dim :1357-1365)."""
+    cfg = text_config(config)
+    heads = config_field(cfg, "num_attention_heads")
+    kv_heads = config_field(cfg, "swa_num_key_value_heads", config_field(cfg, "num_key_value_heads", heads))
+    full_head_dim = config_field(cfg, "head_dim", config_field(cfg, "hidden_size") // heads)
+    head_dim = config_field(cfg, "swa_head_dim", full_head_dim)
+    v_head_dim = config_field(cfg, "swa_v_head_dim", head_dim)
+    return max(1, kv_heads // attn_tp) * (head_dim + v_head_dim) * elem
+
+
+def describe(spec, dtype):
+    """The cell's words: the full layers and the ratio's share of the sliding ones."""
+    full, layers, _window = layout(spec["model_config"])
+    return ("%s GQA KV of %d full-attention layers + --swa-full-tokens-ratio %s x %d sliding-window layers, heads "
+            "split over attention TP" % (dtype, full, ratio(spec), layers))
 
 
 def cell(spec, full_layer_bytes, sliding_layer_bytes):

@@ -24,16 +24,42 @@ scaling of this cell, one MLA row and one indexer row), pipeline stages, DP atte
 indexer is shared or pooled (indexer_types, index_kpool) or that carry learnable attention sinks.
 """
 
-from .architectures import SPARSE, architecture
+from .geometry import architecture, text_config
+from .kv_cell import layers_per_stage
 from .spec import SM100_MAJOR, KVPlanError, gpu_major
 
+# The architectures this family sizes (families.py): architectures[0] -> (the model family, the SGLang 0.5.23
+# EntryClass that serves it).
+ARCHITECTURES = {
+    "DeepseekV32ForCausalLM": ("DeepSeek-V3.2", "models/deepseek_v2.py:3595"),
+}
+POOL_CLASSES = ("sparse",)  # the class of releases/architectures.json its architectures carry
+OWN_LAYOUT_KEYS = True  # index_topk is this family's to read, not a refusal (model.py)
+PLANNED_AS = ("one MLA pool with its sparse-attention indexer keys, in the KV dtype and page 64 the release picks "
+              "(`sparse.py`), from 0.5.15")  # docs/planner.md's table
 PAGE = 64
 QUANT_BLOCK = 128  # DSATokenToKVPool.quant_block_size: one fp32 scale per 128 fp8 values
 _DTYPES = {"auto": None, "bf16": "bfloat16", "bfloat16": "bfloat16", "fp8_e4m3": "fp8_e4m3"}
 
 
 def is_sparse(config):
-    return architecture(config) in SPARSE
+    return architecture(config) in ARCHITECTURES
+
+
+def claims(config):
+    """True for an architecture of this family (its fields are checked by check)."""
+    return is_sparse(config)
+
+
+def kv_cell(spec, _elem):
+    """KV + indexer bytes per token on one GPU over the fullest pipeline stage's layers; the release picks the
+    dtype (kv_dtype), so the element model.py reads from --kv-cache-dtype is not this cell's."""
+    config = spec["model_config"]
+    return cell_bytes(spec, text_config(config), layers_per_stage(config, spec["pp_size"]))
+
+
+def describe(_spec, _dtype):
+    """None: model.py's MLA words hold (the indexer's keys are in the trade-off line)."""
 
 
 def _sm100_or_newer(spec):
@@ -75,11 +101,11 @@ def _unmodelled_draft(spec):
     return spec_cfg["algorithm"] != "NEXTN" or spec["_rules"].get("dsa_layout") != "v32_by_major"
 
 
-def check(spec, cfg):
+def check(spec):
     """Refuse what the formula does not describe, naming the knob."""
     if not is_sparse(spec["model_config"]):
         return
-    rules = spec["_rules"]
+    cfg, rules = text_config(spec["model_config"]), spec["_rules"]
     if rules.get("dsa_layout") not in ("v32_by_major", "v32_raw_sized"):
         raise KVPlanError("sglang_version: SGLang %s picks DeepSeek-V3.2's KV dtype and DSA kernels by rules the "
                           "planner has not read (0.5.9-0.5.14 keep fp8 on flashmla_kv on SM100 too); use SGLang "
