@@ -9,7 +9,11 @@ wherever it stands (after `env A=1`, `numactl ...`, `nice`, `sh -c "..."`), ever
 taken off, systemd's fixed specifiers (%% %t %S ...) put in, `$VAR` and `${VAR}` replaced anywhere in a word from
 the unit's Environment= and EnvironmentFile=, and a word cut at '=', ':' and ',' too (`PATH=<rt>/bin:/usr/bin`).
 What it cannot read is said, never guessed: a command whose words hold a variable while an EnvironmentFile= cannot
-be read, or a shell string that runs `$(...)`, is a problem, and the caller then removes nothing."""
+be read, or a shell string that runs `$(...)`, is a problem, and the caller then removes nothing.
+
+The text is the unit's as systemd combines it (unit_text): the file, then its drop-ins, from the folder beside it
+and, for a unit in one of systemd's folders, from every one of them (`systemctl edit --runtime` writes to
+/run/systemd/system)."""
 
 from __future__ import annotations
 
@@ -17,6 +21,8 @@ import glob
 import os
 import re
 import shlex
+
+from ansible.module_utils.sglang_files import read_plain
 
 # systemd's prefixes of an Exec line's program (systemd.service(5), "Table 1. Special executable prefixes"), '|' (run
 # through the shell) included
@@ -249,3 +255,61 @@ def program_words(text, env=None):
                           for inner in split_words(expanded, shell=True)]
         commands.append(words)
     return commands
+
+
+# -- the unit's text: its file and drop-ins, as systemd combines them ---------------------------------------------
+
+def read_unit_file(path):
+    """A unit's file or an EnvironmentFile= it names, whole (read_plain: a FIFO or a huge file is refused)."""
+    return read_plain(path, follow=True)
+
+
+# Where systemd looks for a system unit and its drop-ins, most important first (systemd.unit(5), "Unit File Load
+# Path"): `systemctl edit --runtime` writes /run/systemd/system/<unit>.d/, a package /usr/lib/systemd/system/<unit>.d/.
+SYSTEM_UNIT_DIRS = ("/etc/systemd/system.control", "/run/systemd/system.control", "/run/systemd/transient",
+                    "/run/systemd/generator.early", "/etc/systemd/system", "/etc/systemd/system.attached",
+                    "/run/systemd/system", "/run/systemd/system.attached", "/run/systemd/generator",
+                    "/usr/local/lib/systemd/system", "/usr/lib/systemd/system", "/lib/systemd/system",
+                    "/run/systemd/generator.late")
+
+
+def drop_in_names(unit_name):
+    """The <name>.d folders whose drop-ins apply to a unit, most specific first: its own, its dashed prefixes'
+    (sglang-router.service: sglang-.service.d) and its type's (service.d)."""
+    stem, dot, kind = unit_name.rpartition(".")
+    if not dot:
+        return [unit_name + ".d"]
+    parts = stem.split("-")
+    prefixes = ["-".join(parts[:count]) + "-." + kind + ".d" for count in range(len(parts) - 1, 0, -1)]
+    return [unit_name + ".d"] + prefixes + [kind + ".d"]
+
+
+def drop_in_files(unit_path, search=SYSTEM_UNIT_DIRS):
+    """The drop-ins systemd applies to the unit, in its order (by file name): <unit>.d/*.conf beside it, and for a
+    unit in one of systemd's folders (search) the drop-ins of every one of them, its dashed prefixes' and its type's
+    too; a file name in a more important folder hides the same name in a later one."""
+    folder, name = os.path.split(os.path.abspath(unit_path))
+    folders = list(search) if folder in search else [folder]
+    found = {}
+    for where in folders:
+        for drop_ins in drop_in_names(name) if folder in search else [name + ".d"]:
+            path = os.path.join(where, drop_ins)
+            if os.path.isdir(path):
+                for entry in sorted(os.listdir(path)):
+                    if entry.endswith(".conf"):
+                        found.setdefault(entry, os.path.join(path, entry))
+    return [found[entry] for entry in sorted(found)]
+
+
+def unit_text(unit_path, search=SYSTEM_UNIT_DIRS):
+    """The unit's text as systemd combines it: the file, then its drop-ins (drop_in_files: <unit>.d/*.conf beside it,
+    as `systemctl edit` writes them, and systemd's other folders for a unit in one of them). None when the unit file
+    is absent; OSError (NotPlainFile) when it or a drop-in cannot be read whole (a FIFO, over the size limit,
+    unreadable)."""
+    try:
+        texts = [read_unit_file(unit_path).decode("utf-8", "replace")]
+    except (FileNotFoundError, NotADirectoryError):  # no unit there (a store's own files are not entries)
+        return None
+    for path in drop_in_files(unit_path, search):
+        texts.append(read_unit_file(path).decode("utf-8", "replace"))
+    return "\n".join(texts)

@@ -11,7 +11,7 @@ import sys
 import time
 
 import pytest
-import sglang_runtime
+from ansible.module_utils import sglang_runtime_launcher
 from hostile_render import REPO, exec_start_argv, render_all
 
 DOUBLE = os.path.join(REPO, "tests", "sglang_double")
@@ -49,7 +49,7 @@ def _unit_argv(tmp_path, key):
     if not (runtime / "bin" / "python").exists():
         (runtime / "bin").mkdir(parents=True)
         os.symlink(sys.executable, runtime / "bin" / "python")
-        sglang_runtime.ensure_launcher(str(runtime))
+        sglang_runtime_launcher.ensure_launcher(str(runtime))
     files = render_all(sglang_api_key=key, sglang_model_path=model_dir(str(tmp_path)), sglang_port=free_port(),
                        _sglang_runtime_path=str(runtime))
     config = tmp_path / "sglang.yaml"

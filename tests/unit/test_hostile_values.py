@@ -11,8 +11,8 @@ import subprocess
 import sys
 
 import pytest
-import sglang_runtime
 import yaml
+from ansible.module_utils import sglang_runtime_launcher
 from hostile_render import (
     DEFAULTS,
     REPO,
@@ -393,7 +393,7 @@ def _venv(tmp_path):
     (venv / "bin").mkdir(parents=True, exist_ok=True)
     if not (venv / "bin" / "python").exists():
         os.symlink(sys.executable, venv / "bin" / "python")
-    sglang_runtime.ensure_launcher(str(venv))
+    sglang_runtime_launcher.ensure_launcher(str(venv))
     return str(venv)
 
 

@@ -9,7 +9,10 @@ import subprocess
 import sys
 
 import pytest
-import sglang_runtime as rt
+from ansible.module_utils.sglang_runtime_launcher import LAUNCHER
+from ansible.module_utils.sglang_runtime_markers import NAME_RE
+from ansible.module_utils.sglang_runtime_set import digest_of, package_set, runtime_name, sha256_file
+from ansible.module_utils.sglang_runtime_units import unit_runtime
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 MODULE = os.path.join(REPO, "library", "sglang_runtime.py")
@@ -57,7 +60,7 @@ def test_the_digest_is_the_package_set():
         args = dict(version="0.5.23", package="", extras=[], kernel_wheels=[], kernel_sources=[],
                     python={"path": "/usr/bin/python3.11", "version": "3.11.2"})
         args.update(kw)
-        return rt.digest_of(rt.package_set(hasher=lambda p: "sha-of-" + p, **args))
+        return digest_of(package_set(hasher=lambda p: "sha-of-" + p, **args))
 
     base = pset()
     assert base == pset() and len(base) == 64
@@ -68,8 +71,8 @@ def test_the_digest_is_the_package_set():
     assert base != pset(kernel_sources=[{"repo": "https://x/k.git", "ref": "v1"}])
     assert pset(kernel_sources=[{"repo": "https://x/k.git", "ref": "v1"}]) != pset(
         kernel_sources=[{"repo": "https://x/k.git", "ref": "v2"}])
-    assert rt.runtime_name("0.5.23", base) == "0.5.23-" + base[:12]
-    assert rt.NAME_RE.match(rt.runtime_name("0.5.23+double", base))
+    assert runtime_name("0.5.23", base) == "0.5.23-" + base[:12]
+    assert NAME_RE.match(runtime_name("0.5.23+double", base))
 
 
 def test_a_rebuilt_wheel_of_the_same_name_is_another_runtime(host):
@@ -85,7 +88,7 @@ def test_the_controllers_digest_of_a_wheel_finds_the_same_runtime_without_the_ho
     tmp_path, base = host
     copied = run(tmp_path, **base)
     wheels = tmp_path / "wheels"
-    digests = {name: rt.sha256_file(str(wheels / name)) for name in os.listdir(wheels)}
+    digests = {name: sha256_file(str(wheels / name)) for name in os.listdir(wheels)}
     for name in digests:
         (wheels / name).unlink()  # a re-run copies nothing: the controller read the wheels
     given = run(tmp_path, wheel_sha256=digests, **base)
@@ -261,9 +264,9 @@ def test_the_unit_names_its_runtime_as_the_template_renders_it(tmp_path):
 
     text = render_all(_sglang_runtime_path="/opt/sglang/runtimes/0.5.23-cccccccccccc")["unit"]
     (tmp_path / "sglang.service").write_text(text)
-    assert rt.unit_runtime(str(tmp_path / "sglang.service")) == "/opt/sglang/runtimes/0.5.23-cccccccccccc"
+    assert unit_runtime(str(tmp_path / "sglang.service")) == "/opt/sglang/runtimes/0.5.23-cccccccccccc"
     # ExecStart runs the runtime's launcher by name (what `systemctl show -p ExecStart` prints), no program text
     argv = exec_start_argv(text)
-    assert argv[0] == "/opt/sglang/runtimes/0.5.23-cccccccccccc/" + rt.LAUNCHER
+    assert argv[0] == "/opt/sglang/runtimes/0.5.23-cccccccccccc/" + LAUNCHER
     assert argv[1] == "--model-path" and "-c" not in argv and not any("runpy" in arg for arg in argv)
-    assert rt.unit_runtime("/nonexistent/unit") is None
+    assert unit_runtime("/nonexistent/unit") is None

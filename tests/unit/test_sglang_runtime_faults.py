@@ -94,7 +94,8 @@ def test_a_corrupt_manifest_is_named_and_its_runtime_neither_removed_nor_used(tm
 def test_a_legacy_python_that_hangs_is_named_not_waited_on(tmp_path, monkeypatch):
     import sys
 
-    import sglang_runtime as rt
+    from ansible.module_utils import sglang_runtime_python as rt
+    from ansible.module_utils.sglang_runtime_refusal import RuntimeError_
 
     monkeypatch.setattr(rt, "COMMAND_TIMEOUT", 1)
     legacy = tmp_path / "venv"
@@ -102,7 +103,7 @@ def test_a_legacy_python_that_hangs_is_named_not_waited_on(tmp_path, monkeypatch
     python = legacy / "bin" / "python"
     python.write_text("#!/bin/sh\nsleep 30\n")
     python.chmod(python.stat().st_mode | stat.S_IXUSR)
-    with pytest.raises(rt.RuntimeError_, match="did not answer within 1 s"):
+    with pytest.raises(RuntimeError_, match="did not answer within 1 s"):
         rt.read_versions(None, str(legacy), ["sglang"], {})
     assert rt.run_bounded([sys.executable, "-c", "print(1)"])[:2] == (0, "1\n")
 

@@ -10,8 +10,16 @@ import stat
 import subprocess
 import sys
 
-import sglang_runtime as rt
 import test_sglang_runtime
+from ansible.module_utils.sglang_runtime_launcher import (
+    ensure_launcher,
+    launcher_differences,
+    launcher_owner,
+    launcher_text,
+)
+from ansible.module_utils.sglang_runtime_markers import read_markers
+from ansible.module_utils.sglang_runtime_refusal import RuntimeError_
+from ansible.module_utils.sglang_runtime_units import unit_runtime
 from test_sglang_runtime import fake_python, run, unit
 
 host = test_sglang_runtime.host  # the same fixture: a runtimes folder, wheels and a package set
@@ -29,7 +37,7 @@ def complete(tmp_path, base, plan, versions):
 def assert_is_the_launcher(path, runtime):
     status = os.lstat(path)
     assert stat.S_ISREG(status.st_mode) and stat.S_IMODE(status.st_mode) == 0o755, oct(status.st_mode)
-    assert (status.st_uid, status.st_gid) == rt.launcher_owner()  # root's, as the role runs the module
+    assert (status.st_uid, status.st_gid) == launcher_owner()  # root's, as the role runs the module
     text = path.read_text()
     assert text.startswith("#!%s/bin/python\n# sglang-serve: " % runtime), text[:200]
     assert 'runpy.run_module("sglang.launch_server", run_name="__main__", alter_sys=True)' in text
@@ -69,7 +77,7 @@ def test_a_complete_runtime_without_the_launcher_gets_it_once_and_stays_complete
     assert (again["action"], again["changed"]) == ("use", False)
     assert (tmp_path / "runtimes" / (plan["name"] + ".json")).read_bytes() == manifest  # only the launcher is new
     corrupt = {}
-    assert plan["name"] in rt.read_markers(base["dir"], corrupt) and corrupt == {}
+    assert plan["name"] in read_markers(base["dir"], corrupt) and corrupt == {}
 
 
 def test_an_adopted_legacy_venv_is_never_modified_and_gets_no_launcher(host):
@@ -90,19 +98,19 @@ def test_an_adopted_legacy_venv_is_never_modified_and_gets_no_launcher(host):
 def test_a_launcher_that_differs_is_put_back(tmp_path):
     folder = tmp_path / "rt"
     fake_python(folder, {})
-    assert rt.ensure_launcher(str(folder)) and not rt.ensure_launcher(str(folder))
+    assert ensure_launcher(str(folder)) and not ensure_launcher(str(folder))
     path = launcher(folder)
     path.chmod(0o775)  # group-writable: anyone in that group could change what root's unit runs
-    assert rt.launcher_differences(str(path), rt.launcher_text(str(folder)), rt.launcher_owner()) == ["mode"]
-    assert rt.ensure_launcher(str(folder)) and stat.S_IMODE(path.stat().st_mode) == 0o755
+    assert launcher_differences(str(path), launcher_text(str(folder)), launcher_owner()) == ["mode"]
+    assert ensure_launcher(str(folder)) and stat.S_IMODE(path.stat().st_mode) == 0o755
     path.write_text(path.read_text().replace("<redacted>", "xxx"))
-    assert rt.launcher_differences(str(path), rt.launcher_text(str(folder)), rt.launcher_owner()) == ["content"]
-    assert rt.ensure_launcher(str(folder)) and "'<redacted>'" in path.read_text()
+    assert launcher_differences(str(path), launcher_text(str(folder)), launcher_owner()) == ["content"]
+    assert ensure_launcher(str(folder)) and "'<redacted>'" in path.read_text()
     other = (os.geteuid() + 1, os.getegid())
-    assert rt.launcher_differences(str(path), rt.launcher_text(str(folder)), other) == ["owner"]
+    assert launcher_differences(str(path), launcher_text(str(folder)), other) == ["owner"]
     path.unlink()
     os.symlink(tmp_path / "elsewhere", path)  # a link is replaced by the file, never followed
-    assert rt.ensure_launcher(str(folder)) and not path.is_symlink()
+    assert ensure_launcher(str(folder)) and not path.is_symlink()
     assert not (tmp_path / "elsewhere").exists()
     assert_is_the_launcher(path, folder)
 
@@ -110,8 +118,8 @@ def test_a_launcher_that_differs_is_put_back(tmp_path):
 def test_no_launcher_goes_into_a_folder_that_is_not_a_runtime(tmp_path):
     (tmp_path / "half" / "bin").mkdir(parents=True)
     try:
-        rt.ensure_launcher(str(tmp_path / "half"))
-    except rt.RuntimeError_ as error:
+        ensure_launcher(str(tmp_path / "half"))
+    except RuntimeError_ as error:
         assert "bin/python is missing" in str(error)
     else:
         raise AssertionError("a launcher was written into a folder without python")
@@ -135,7 +143,7 @@ def _launched(tmp_path, folder, args):
     (fake / "sglang" / "launch_server.py").write_text(FAKE_LAUNCH_SERVER)
     (folder / "bin").mkdir(parents=True, exist_ok=True)
     os.symlink(sys.executable, folder / "bin" / "python")
-    rt.ensure_launcher(str(folder))
+    ensure_launcher(str(folder))
     home = tmp_path / "home"
     home.mkdir(exist_ok=True)
     proc = subprocess.run([str(launcher(folder))] + args, capture_output=True, text=True, timeout=60, cwd=str(home),
@@ -160,7 +168,7 @@ def test_the_launcher_runs_launch_server_as_m_does_with_the_secrets_rewritten(tm
 
 def test_a_runtime_path_with_a_space_is_launched_through_sh(tmp_path):
     folder = tmp_path / "run times" / "0.5.23-aaaaaaaaaaaa"
-    assert rt.launcher_text(str(folder)).startswith("#!/bin/sh\n")
+    assert launcher_text(str(folder)).startswith("#!/bin/sh\n")
     logged, seen = _launched(tmp_path, folder, ARGS)
     assert seen["argv"] == ARGS and seen["path0"] == "" and "'api_key': '<redacted>'" in logged
 
@@ -170,16 +178,16 @@ def test_the_unit_reads_its_runtime_from_the_launcher_or_an_older_python(tmp_pat
     new.write_text('[Service]\nExecStart="/opt/sglang/runtimes/0.5.23-aaaaaaaaaaaa/bin/sglang-serve" \\\n'
                    '    "--model-path" "/srv/m"\n')
     unit(old, "/opt/sglang/runtimes/0.5.22-bbbbbbbbbbbb")  # a store entry's unit from before the launcher
-    assert rt.unit_runtime(str(new)) == "/opt/sglang/runtimes/0.5.23-aaaaaaaaaaaa"
-    assert rt.unit_runtime(str(old)) == "/opt/sglang/runtimes/0.5.22-bbbbbbbbbbbb"
+    assert unit_runtime(str(new)) == "/opt/sglang/runtimes/0.5.23-aaaaaaaaaaaa"
+    assert unit_runtime(str(old)) == "/opt/sglang/runtimes/0.5.22-bbbbbbbbbbbb"
     new.write_text('[Service]\nExecStart="/opt/sglang/runtimes/0.5.23-aaaaaaaaaaaa/bin/sglang-other"\n')
-    assert rt.unit_runtime(str(new)) is None
+    assert unit_runtime(str(new)) is None
 
 
 def test_a_state_whose_launcher_is_gone_is_refused_before_it_is_restored(tmp_path):
     folder = tmp_path / "runtimes" / "0.5.22-bbbbbbbbbbbb"
     fake_python(folder, {"sglang": "0.5.22"})
-    rt.ensure_launcher(str(folder))
+    ensure_launcher(str(folder))
     entry = tmp_path / "store" / "e1"
     entry.mkdir(parents=True)
     (entry / "sglang.service").write_text('[Service]\nExecStart="%s/bin/sglang-serve" \\\n    "--port" "1"\n' % folder)
@@ -204,7 +212,7 @@ def test_an_adopted_venv_s_unit_runs_its_python_with_the_same_program_and_names_
     assert 'runpy.run_module(\\"sglang.launch_server\\", run_name=\\"__main__\\", alter_sys=True)"' in start
     path = tmp_path / "sglang.service"
     path.write_text(unit_text)
-    assert rt.unit_runtime(str(path)) == "/opt/sglang/venv"
+    assert unit_runtime(str(path)) == "/opt/sglang/venv"
     built = render_all(_sglang_runtime_plan={"path": "/opt/sglang/runtimes/x", "launcher":
                                              "/opt/sglang/runtimes/x/bin/sglang-serve"})["unit"]
     assert 'ExecStart="/opt/sglang/runtimes/x/bin/sglang-serve" \\\n    "--model-path"' in built

@@ -1,11 +1,12 @@
 """Boot the REAL SGLang server on this CPU the way the role's unit starts it, and record what it says (issue 34).
 
 The runtime is the real release installed by setup_real.sh; the program is the role's own launcher
-(library/sglang_runtime.py launcher_text, written beside the release's python as the role writes it into every
-runtime), the API key in a --config file as roles/sglang/templates/sglang.yaml.j2 renders it, the pool pinned as the
-planner pins. SGLANG_USE_CPU_ENGINE=1 and the stub libcuda.so.1 are what let a CUDA build of SGLang run on a CPU
-(shared/reference/sglang-real-run.md, boots 3 and 4). The model is the 2-layer random Llama the real_server scenario
-boots too (make_tiny.py, made here: two layers whose weights are set by hand so that it answers the proof's needle).
+(module_utils/sglang_runtime_launcher.py launcher_text, written beside the release's python as the role writes it
+into every runtime), the API key in a --config file as roles/sglang/templates/sglang.yaml.j2 renders it, the pool
+pinned as the planner pins. SGLANG_USE_CPU_ENGINE=1 and the stub libcuda.so.1 are what let a CUDA build of SGLang
+run on a CPU (shared/reference/sglang-real-run.md, boots 3 and 4). The model is the 2-layer random Llama the
+real_server scenario boots too (make_tiny.py, made here: two layers whose weights are set by hand so that it answers
+the proof's needle).
 
 What it records under tests/fixtures/sglang_real/server-<version>/: the boot's journal lines (boot.log, the key
 redacted by the launcher), the answers of /health, /server_info (with and without the key), /v1/models,
@@ -67,14 +68,14 @@ def _json_or_text(text):
 def prepare(version, work):
     """The model, the runtime's launcher and the --config file, under `work`."""
     import make_tiny  # tests/contract/real/: the needle model, the same bytes every time
-    import sglang_runtime  # the role's module: its launcher text, for this release's venv
+    from ansible.module_utils.sglang_runtime_launcher import launcher_text  # the role's, for this release's venv
 
     model = os.path.join(work, "tiny-llama")
     make_tiny.write(model)
 
     launcher = os.path.join(work, "sglang-serve")
     with open(launcher, "w", encoding="utf-8") as handle:
-        handle.write(sglang_runtime.launcher_text(os.path.join(BASE, version)))
+        handle.write(launcher_text(os.path.join(BASE, version)))
     os.chmod(launcher, 0o755)
     config = os.path.join(work, "sglang.yaml")
     with open(config, "w", encoding="utf-8") as handle:
