@@ -24,14 +24,29 @@ give it a fake host. It returns the runtime module's plan plus `versions` (the r
 
 from __future__ import annotations
 
+import importlib.util
 import os
 
-from sglang_state.transaction import PhaseFailed, succeeded
+from sglang_state.transaction import RUNTIME_MODULE, PhaseFailed, succeeded
 
-RUNTIME_MODULE = "sglang_runtime"
 CHECK_MODULE = "sglang_runtime_check"
-# The build's PATH besides CUDA's and the runtime's own bin
-SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+
+def _build_path_module():
+    """module_utils/sglang_runtime_build_path.py by file: a kernel source's build PATH, the same for pip here as for
+    uv in the runtime module, written once (module_utils/ is not a package on the controller's path). It is
+    module_utils/ in the checkout and plugins/module_utils/ in the collection, both beside lib/."""
+    top = os.path.join(os.path.dirname(os.path.realpath(__file__)), os.pardir, os.pardir)
+    paths = [os.path.join(top, *folder, "sglang_runtime_build_path.py")
+             for folder in (["module_utils"], ["plugins", "module_utils"])]
+    path = next(path for path in paths if os.path.exists(path))
+    spec = importlib.util.spec_from_file_location("sglang_longctx_runtime_build_path", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+kernel_build_path = _build_path_module().kernel_build_path
 
 
 def _local(src):
@@ -88,7 +103,7 @@ def _build_pip(ex, args, path):
     cuda = args["cuda_home"]
     for source, dest in _kernel_source_checkouts(ex, args, path):
         built = ex.module("ansible.builtin.command", {
-            "argv": ["env", "CUDA_HOME=" + cuda, "PATH=%s/bin:%s/bin:%s" % (cuda, path, SYSTEM_PATH),
+            "argv": ["env", "CUDA_HOME=" + cuda, "PATH=" + kernel_build_path(cuda, path),
                      path + "/bin/pip", "install", "--no-build-isolation", source.get("subdir", ".")],
             "chdir": dest})
         if not ex.check_mode and (built.get("failed") or built.get("rc")):
