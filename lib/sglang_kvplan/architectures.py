@@ -125,7 +125,8 @@ def one_pool_over_windows(config, release):
     not a second pool and the plain formula is SGLang's. Not for the Transformers fallback (its layout is the
     config's alone) nor the modelled families (their own files read the keys)."""
     arch = architecture(config)
-    if arch is None or arch in _FAMILIES or text_config(config).get("is_hybrid_swa") or config.get("is_hybrid_swa"):
+    if (arch is None or arch in _sized_by_name() or text_config(config).get("is_hybrid_swa")
+            or config.get("is_hybrid_swa")):
         return False
     return pool_class(arch, release) in _PLANNED
 
@@ -134,7 +135,7 @@ def fallback_note(config, release):
     """The plan's line for an architecture the release does not register (served by SGLang's Transformers
     fallback), else None."""
     arch = architecture(config)
-    if arch is None or arch in _FAMILIES or pool_class(arch, release) != "unregistered":
+    if arch is None or arch in _sized_by_name() or pool_class(arch, release) != "unregistered":
         return None
     return ("%s is not registered by SGLang %s: it is served through SGLang's Transformers fallback "
             "(TransformersForCausalLM), whose pool is the plain one-pool formula over every layer, as planned"
@@ -211,7 +212,12 @@ def _unregistered(config, arch, release, where):
 # config keys SGLang reads KV heads from before num_key_value_heads (0.5.23 model_config.py get_total_num_kv_heads)
 _OTHER_KV_KEYS = ("multi_query_group_num", "num_attention_groups", "n_head_kv", "num_kv_heads", "multi_query",
                   "attn_config", "block_configs")
-_FAMILIES = set(families.modelled_architectures()) | GEMMA3 | {"DFlashDraftModel"}
+
+
+def _sized_by_name():
+    """The architectures planned by name, not by their release class: the families' (families.py, read when asked,
+    so a family registered is one at once), Gemma 3 and the DFLASH draft."""
+    return set(families.modelled_architectures()) | GEMMA3 | {"DFlashDraftModel"}
 
 
 def _tables_known():

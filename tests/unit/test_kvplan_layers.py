@@ -198,10 +198,12 @@ def test_a_family_added_to_the_registry_is_the_one_model_dispatches_to(monkeypat
     assert model.target_cell_bytes(spec) == 2000  # bf16
     assert model.describe_cell(spec) == "bf16 toy KV"
     assert architectures.check_architecture(config, "0.5.23") == "ToyForCausalLM"
+    assert architectures.fallback_note(config, "0.5.23") is None  # its family's, not SGLang's Transformers fallback
     assert "`ToyForCausalLM` | a toy | `models/toy.py:1`" in architectures.markdown()
     with pytest.raises(KVPlanError, match="sglang_tp_size: the toy family"):
         normalize_spec({"model_config": config, "tp_size": 4, "version": "0.5.23"})
     # unregistered, the same config is the plain family's, whose key check refuses its window
     monkeypatch.undo()
+    assert "Transformers fallback" in architectures.fallback_note(config, "0.5.23")
     with pytest.raises(KVPlanError, match="sliding-window attention"):
         normalize_spec({"model_config": config, "tp_size": 2, "version": "0.5.23"})
