@@ -1,7 +1,7 @@
-"""The drop-ins the prune reads for a unit in systemd's folders (library/sglang_runtime.py drop_in_files): a
-`systemctl edit --runtime` override in /run, a package's in /usr/lib, a dashed prefix's and the type's folders, a
-name in a more important folder hiding the same name in a later one. Here the folders are a test's copies of
-systemd's (search=...)."""
+"""The drop-ins the prune (library/sglang_runtime.py) reads for a unit in systemd's folders
+(module_utils/sglang_unit_exec.py drop_in_files): a `systemctl edit --runtime` override in /run, a package's in
+/usr/lib, a dashed prefix's and the type's folders, a name in a more important folder hiding the same name in a later
+one. Here the folders are a test's copies of systemd's (search=...)."""
 
 import pytest
 from ansible.module_utils.sglang_unit_exec import (
