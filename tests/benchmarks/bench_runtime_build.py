@@ -13,7 +13,9 @@ host's own pip configuration is left out of the timed installs (PIP_CONFIG_FILE=
 only the wheelhouse. The disk of a set of folders counts a hard-linked file once, as du does. --json prints one object:
 {"rows": [{"variant", "wall_s", "cpu_s", "disk_bytes"}], "ratios": {"pip_over_uv_cold", "pip_over_uv_warm",
 "two_over_one_disk"}, ...}; disk_bytes is pip's runtime, uv's first runtime with the cache it filled, and what the
-second uv runtime adds.
+second uv runtime adds. uv's version is the sglang role's (roles/sglang/defaults/main.yml, sglang_uv_version).
+A build or download that fails prints why and exits 1, with no figure (nor JSON). `make test` runs it once on a
+one-file wheel the test makes (tests/unit/test_benchmarks_cheap.py; uv installed once into .cache/bench/tools).
 """
 
 import argparse
@@ -26,12 +28,24 @@ import subprocess
 import sys
 import time
 
-REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), os.pardir, os.pardir))
+import yaml
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.abspath(os.path.join(HERE, os.pardir, os.pardir))
+sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(REPO, "module_utils"))
 
 import sglang_uv  # noqa: E402  (module_utils/, no Ansible import)
+from outcome import BenchmarkFailed, finish  # noqa: E402
 
-UV_VERSION = "0.13.8"  # roles/sglang/defaults/main.yml's sglang_uv_version
+
+def role_uv_version():
+    """The uv the sglang role builds runtimes with (roles/sglang/defaults/main.yml, sglang_uv_version)."""
+    with open(os.path.join(REPO, "roles", "sglang", "defaults", "main.yml"), encoding="utf-8") as handle:
+        return str(yaml.safe_load(handle)["sglang_uv_version"])
+
+
+UV_VERSION = role_uv_version()
 DEFAULT_REQUIREMENT = "torch==2.9.1"
 
 
@@ -49,8 +63,8 @@ def timed(commands, env):
     for argv in commands:
         proc = subprocess.run(argv, env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True, check=False)
         if proc.returncode:
-            sys.exit("bench_runtime_build: %s failed (rc %d): %s" % (" ".join(argv[:4]), proc.returncode,
-                                                                      (proc.stderr or proc.stdout)[-2000:]))
+            raise BenchmarkFailed("%s failed (rc %d): %s" % (" ".join(argv[:4]), proc.returncode,
+                                                            (proc.stderr or proc.stdout)[-2000:]))
     return time.monotonic() - wall, children_cpu() - cpu
 
 
@@ -73,8 +87,11 @@ def wheelhouse(folder, requirement):
     if not os.path.isfile(marker):
         os.makedirs(folder, exist_ok=True)
         print("downloading %s and its dependencies into %s (once)" % (requirement, folder), file=sys.stderr)
-        subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--disable-pip-version-check", requirement,
-                        "-d", folder], check=True)
+        proc = subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--disable-pip-version-check",
+                               requirement, "-d", folder], capture_output=True, text=True, check=False)
+        if proc.returncode:
+            raise BenchmarkFailed("pip download %s failed (rc %d): %s" % (requirement, proc.returncode,
+                                                                        (proc.stderr or proc.stdout)[-2000:]))
         with open(marker, "w", encoding="utf-8") as handle:
             handle.write(requirement + "\n")
     return folder
@@ -87,14 +104,14 @@ def uv_binary(work_root):
     if not os.path.isfile(uv):
         why = sglang_uv.install_builder(work_root, UV_VERSION, sys.executable)  # into <work_root>/.builder
         if why:
-            sys.exit("bench_runtime_build: uv cannot be installed: %s" % why)
+            raise BenchmarkFailed("uv %s cannot be installed: %s" % (UV_VERSION, why))
         shutil.rmtree(builder, ignore_errors=True)
         os.rename(os.path.join(work_root, sglang_uv.BUILDER), builder)
         shutil.rmtree(os.path.join(work_root, sglang_uv.CACHE), ignore_errors=True)
     return uv
 
 
-def main():
+def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--wheelhouse", default=os.path.join(REPO, ".cache", "bench", "wheels"))
     parser.add_argument("--requirement", default=DEFAULT_REQUIREMENT, help="what each runtime installs")
@@ -105,12 +122,24 @@ def main():
     parser.add_argument("--no-bytecode", action="store_true",
                         help="no bytecode in either (the role's builds compile it, as pip does by default)")
     parser.add_argument("--json", action="store_true")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
+    return finish("bench_runtime_build", lambda: measure(args))
+
+
+def measure(args):
     wheels = wheelhouse(os.path.abspath(args.wheelhouse), args.requirement)
     work = os.path.abspath(args.work)
     tools = os.path.join(os.path.dirname(work), "tools")
     os.makedirs(tools, exist_ok=True)
-    uv = uv_binary(tools)
+    try:
+        return build_all(args, wheels, work, tools)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def build_all(args, wheels, work, tools):
+    """Every variant built n times; the lines to print (or one line of JSON)."""
+    uv = None  # installed after pip's build: a pip build that fails needs no uv
     shutil.rmtree(work, ignore_errors=True)
     os.makedirs(work)
     base = {k: v for k, v in os.environ.items() if not k.startswith(("PIP_", "UV_", "VIRTUAL_ENV"))}
@@ -132,6 +161,7 @@ def main():
                                       pip_env))
         disks["pip one"] = disk(rt)
         shutil.rmtree(rt)
+        uv = uv or uv_binary(tools)
         for variant in ("uv cold", "uv warm"):
             if variant == "uv cold":
                 shutil.rmtree(cache, ignore_errors=True)
@@ -174,22 +204,22 @@ def main():
         "uv_cold_best_ratio_here": round(med["pip cold"][0] / (med["uv cold"][1] / os.cpu_count()), 1),
     }
     if args.json:
-        print(json.dumps(result))
-        return
+        return [json.dumps(result)]
     gb = 1e9
-    print("runtime build of %s from %d local wheels (%.2f GB), uv %s, %s, median of %d, load %.2f"
-          % (args.requirement, result["wheels"], result["wheel_bytes"] / gb, UV_VERSION,
-             "bytecode compiled" if result["bytecode"] else "no bytecode", args.n, result["load"]))
-    print("%-9s %9s %9s %10s" % ("variant", "wall s", "cpu s", "disk GB"))
-    for row in rows:
-        print("%-9s %9.1f %9.1f %10.2f" % (row["variant"], row["wall_s"], row["cpu_s"], row["disk_bytes"] / gb))
+    lines = ["runtime build of %s from %d local wheels (%.2f GB), uv %s, %s, median of %d, load %.2f"
+             % (args.requirement, result["wheels"], result["wheel_bytes"] / gb, UV_VERSION,
+                "bytecode compiled" if result["bytecode"] else "no bytecode", args.n, result["load"]),
+             "%-9s %9s %9s %10s" % ("variant", "wall s", "cpu s", "disk GB")]
+    lines += ["%-9s %9.1f %9.1f %10.2f" % (row["variant"], row["wall_s"], row["cpu_s"], row["disk_bytes"] / gb)
+              for row in rows]
     ratios = result["ratios"]
-    print("pip/uv cold %.1fx, pip/uv warm %.1fx; two runtimes: uv %.2f GB (%.2fx one), pip %.2f GB"
-          % (ratios["pip_over_uv_cold"], ratios["pip_over_uv_warm"], disks["uv two"] / gb,
-             ratios["two_over_one_disk"], 2 * disks["pip one"] / gb))
-    print("uv cold's CPU over %d cores: at best %.1fx pip's wall time on this machine" % (
+    lines.append("pip/uv cold %.1fx, pip/uv warm %.1fx; two runtimes: uv %.2f GB (%.2fx one), pip %.2f GB"
+                 % (ratios["pip_over_uv_cold"], ratios["pip_over_uv_warm"], disks["uv two"] / gb,
+                    ratios["two_over_one_disk"], 2 * disks["pip one"] / gb))
+    lines.append("uv cold's CPU over %d cores: at best %.1fx pip's wall time on this machine" % (
         result["cores"], result["uv_cold_best_ratio_here"]))
+    return lines
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())
