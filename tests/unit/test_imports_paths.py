@@ -14,9 +14,10 @@ Issue 47 wants 3 at most. Tried (ansible-core 2.19): a collection's plugins/plug
 once, imported by each plugin as ansible_collections.<ns>.<name>.plugins.plugin_utils.<x>, works in the collection
 only; a .pth file in .venv (or lib/ installed as a package there) serves .venv's Ansible only: the core-next image's
 /venv, any other Ansible run from the checkout (where an action plugin's failed import is a traceback, "Unexpected
-Exception, this is probably a bug") and the installed collection would not find lib/. Both together would leave one
-insertion, with build.sh rewriting the collection's plugin headers and core-next's /venv given the .pth, and an
-Ansible outside .venv no longer able to run the checkout.
+Exception, this is probably a bug") and the installed collection would not find lib/, and a second clone run with
+that .venv would import the first clone's lib/. Both together would leave one insertion, with build.sh rewriting the
+collection's plugin headers and core-next's /venv given the .pth, and an Ansible outside .venv no longer able to run
+the checkout.
 """
 
 import ast
