@@ -18,8 +18,7 @@ import re
 
 from . import families, linear, plain, sliding, sparse
 from .geometry import architecture, text_config
-from .releases import RULES
-from .spec import KVPlanError
+from .spec import HAND_SIZING, KVPlanError
 
 # The planner's first hand list, kept as the docs' cited examples (a test reads each line in the 0.5.23 wheel); the
 # release's table decides their class. architectures[0] -> SGLang 0.5.23 model file:line of its EntryClass. Every
@@ -142,39 +141,27 @@ def fallback_note(config, release):
             % (arch, release))
 
 
-def _hand_sizing():
-    return ("size it by hand: set sglang_max_total_tokens to the pool you want (the planner then plans "
-            "--mem-fraction-static from the headroom), or choose a model the planner sizes")
-
-
 def check_architecture(config, release, where="model_config"):
     """Refuse an architecture the release sizes in a way the planner cannot, by name; return it (or None)."""
     arch = architecture(config, where)
     if arch is None or arch == "DFlashDraftModel":
         return arch  # DFLASH draft: checked against its target (drafter.py)
-    if arch in SLIDING:
-        rule = RULES[release]["swa_pool"]
-        if rule != "ratio_cell":
-            raise KVPlanError("%s: %s (architectures %s) has sliding-window layers, and SGLang %s splits its pool "
-                              "after --max-total-tokens caps a count over every layer (%s, rule %r), which the "
-                              "planner does not model. Use SGLang 0.5.11 or newer, or %s."
-                              % (where, SLIDING[arch][0], arch, release, RULES[release]["swa_pool_source"], rule,
-                                 _hand_sizing()))
+    family = families.modelled_architectures().get(arch)
+    if family is not None:
+        family.check_release(arch, release, where)  # a release that sizes it another way, refused first
         return arch
-    if arch in families.modelled_architectures():
-        return arch  # the release's rule is checked with the rest of the family's (linear.check, sparse.check)
     if arch in GEMMA3:
         if release in GEMMA3_PLAIN_POOL_RELEASES:
             return arch
         raise KVPlanError("%s: Gemma 3 (architectures %s) has sliding-window layers; SGLang %s is not one of the "
                           "releases known to disable hybrid SWA memory for it (0.5.9-0.5.23, "
                           "arg_groups/model_overrides/gemma2_gemma3.py in 0.5.23), so its pool split cannot be "
-                          "sized. Use one of those releases, or %s." % (where, arch, release, _hand_sizing()))
+                          "sized. Use one of those releases, or %s." % (where, arch, release, HAND_SIZING))
     table = release_table(release)
     if table is None:
         raise KVPlanError("%s: SGLang %s has no architecture table (lib/sglang_kvplan/releases/architectures.json), "
                           "so the planner cannot tell how it sizes %s. Use a release of the table (%s), or %s."
-                          % (where, release, arch, ", ".join(_tables_known()), _hand_sizing()))
+                          % (where, release, arch, ", ".join(_tables_known()), HAND_SIZING))
     entry = table.get(arch)
     if entry is None:
         return _unregistered(config, arch, release, where)
@@ -182,7 +169,7 @@ def check_architecture(config, release, where="model_config"):
     if kind == "mla" and entry.get("sparse_if") and text_config(config).get(entry["sparse_if"]) is not None:
         raise KVPlanError("%s: %s with %r in its config.json is DeepSeek sparse attention in SGLang %s (%s), which "
                           "the planner sizes for DeepseekV32ForCausalLM only; %s."
-                          % (where, arch, entry["sparse_if"], release, entry.get("decided_by"), _hand_sizing()))
+                          % (where, arch, entry["sparse_if"], release, entry.get("decided_by"), HAND_SIZING))
     if kind in _PLANNED or kind == "by_config":  # by_config: the text config's keys decide (model.py)
         return arch
     if kind == "refused":
@@ -194,7 +181,7 @@ def check_architecture(config, release, where="model_config"):
     else:
         what = _REFUSED_BY_CLASS[kind]
     raise KVPlanError("%s: architectures %s (SGLang %s: %s, %s) cannot be planned: %s. Instead, %s."
-                      % (where, arch, release, entry["module"], kind, what, _hand_sizing()))
+                      % (where, arch, release, entry["module"], kind, what, HAND_SIZING))
 
 
 def _unregistered(config, arch, release, where):
@@ -205,7 +192,7 @@ def _unregistered(config, arch, release, where):
     if other:
         raise KVPlanError("%s: architectures %s is not registered by SGLang %s, and its config.json gives KV heads "
                           "by %r, not num_key_value_heads, so the Transformers fallback's pool cannot be sized from "
-                          "it. Instead, %s." % (where, arch, release, other[0], _hand_sizing()))
+                          "it. Instead, %s." % (where, arch, release, other[0], HAND_SIZING))
     return arch
 
 

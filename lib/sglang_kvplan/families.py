@@ -15,7 +15,11 @@ and gives:
   kv_cell(spec, elem)    the target model's KV bytes per token on one GPU, `elem` the KV element model.py reads
   describe(spec, dtype)  a few words on that cell, or None where model.py's MLA or GQA/MHA words hold
 
-and, where ARCHITECTURES names any, PLANNED_AS: how docs/planner.md's table says it is planned.
+and, where ARCHITECTURES names any (MODELLED below):
+
+  PLANNED_AS       how docs/planner.md's table says it is planned
+  check_release(arch, release, where)  refuse, before the config is checked, a release that sizes the architecture
+                   in a way the family does not model (architectures.py asks it)
 
 To add a family: write its module with the above, and add it to MODELLED below. Its architectures are then planned
 (architectures.py lets them through and lists them in the docs' table: regenerate docs/planner.md's) and sized by

@@ -23,7 +23,8 @@ pool from --max-running-requests: SWARequestCapPoolConfigurator, :971-1046).
 
 from .geometry import architecture, attn_tp_size, text_config
 from .kv_cell import config_field, own_cell
-from .spec import KVPlanError
+from .releases import RULES
+from .spec import HAND_SIZING, KVPlanError
 
 # The architectures this family sizes (families.py): architectures[0] -> (the model family, the SGLang 0.5.23
 # EntryClass that serves it). SGLang 0.5.23 marks them hybrid SWA (configs/model_config.py SWA_SINK_ARCHS,
@@ -95,6 +96,18 @@ def check(spec):
 def claims(config):
     """True for an architecture of this family (a damaged layer_types or window is refused by name)."""
     return layout(config) is not None
+
+
+def check_release(arch, release, where="model_config"):
+    """Refuse a release that splits the pool after --max-total-tokens caps a count over every layer (0.5.9-0.5.10:
+    rules.json swa_pool), before the config is checked: the formula here is 0.5.11's and newer."""
+    rule = RULES[release]["swa_pool"]
+    if rule != "ratio_cell":
+        raise KVPlanError("%s: %s (architectures %s) has sliding-window layers, and SGLang %s splits its pool "
+                          "after --max-total-tokens caps a count over every layer (%s, rule %r), which the "
+                          "planner does not model. Use SGLang 0.5.11 or newer, or %s."
+                          % (where, ARCHITECTURES[arch][0], arch, release, RULES[release]["swa_pool_source"], rule,
+                             HAND_SIZING))
 
 
 def kv_cell(spec, elem):

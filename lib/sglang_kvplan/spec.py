@@ -32,6 +32,11 @@ class KVPlanError(ValueError):
     """Bad input or a target that cannot fit; the message says what to change."""
 
 
+# The fix a refusal of a model or release the planner cannot size offers (architectures.py, sliding.py).
+HAND_SIZING = ("size it by hand: set sglang_max_total_tokens to the pool you want (the planner then plans "
+               "--mem-fraction-static from the headroom), or choose a model the planner sizes")
+
+
 _PRESETS_FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "model_presets.yml")
 
 # The --kv-cache-dtype values the planner can size (each release's full list is in releases.py; fp16 is

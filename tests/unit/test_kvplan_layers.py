@@ -136,6 +136,7 @@ def test_every_family_file_is_registered_and_gives_the_whole_interface():
             assert hasattr(family, name), (module_name(family), name)
     for family in families.MODELLED:
         assert family.ARCHITECTURES and family.PLANNED_AS and family.OWN_LAYOUT_KEYS is True
+        assert callable(family.check_release), module_name(family)
 
 
 def test_every_family_the_architectures_table_names_is_registered():
@@ -179,9 +180,14 @@ def _toy_family(calls):
         if spec["tp_size"] > 2:
             raise KVPlanError("sglang_tp_size: the toy family is sized on at most 2 GPUs; use 1 or 2.")
 
+    def check_release(arch, release, where="model_config"):
+        calls.append("check_release")
+        if release != "0.5.23":
+            raise KVPlanError("%s: %s is sized as SGLang 0.5.23 sizes it; use 0.5.23." % (where, arch))
+
     return types.SimpleNamespace(
         __name__="toy", ARCHITECTURES={"ToyForCausalLM": ("Toy", "models/toy.py:1")}, POOL_CLASSES=(),
-        OWN_LAYOUT_KEYS=True, PLANNED_AS="a toy", check=check,
+        OWN_LAYOUT_KEYS=True, PLANNED_AS="a toy", check=check, check_release=check_release,
         claims=lambda config: config.get("architectures") == ["ToyForCausalLM"],
         kv_cell=lambda spec, elem: 1000 * elem, describe=lambda spec, dtype: "%s toy KV" % dtype)
 
@@ -194,7 +200,7 @@ def test_a_family_added_to_the_registry_is_the_one_model_dispatches_to(monkeypat
     config = dict(kv.load_presets()["llama-3.1-8b"]["config"], architectures=["ToyForCausalLM"],
                   sliding_window=4096)  # a key of the toy's own layout: not refused by the plain key check
     spec = normalize_spec({"model_config": config, "tp_size": 2, "version": "0.5.23"})
-    assert calls == ["check"]
+    assert calls == ["check_release", "check"]  # the release first, its config after the common checks
     assert model.target_cell_bytes(spec) == 2000  # bf16
     assert model.describe_cell(spec) == "bf16 toy KV"
     assert architectures.check_architecture(config, "0.5.23") == "ToyForCausalLM"
@@ -202,6 +208,8 @@ def test_a_family_added_to_the_registry_is_the_one_model_dispatches_to(monkeypat
     assert "`ToyForCausalLM` | a toy | `models/toy.py:1`" in architectures.markdown()
     with pytest.raises(KVPlanError, match="sglang_tp_size: the toy family"):
         normalize_spec({"model_config": config, "tp_size": 4, "version": "0.5.23"})
+    with pytest.raises(KVPlanError, match="model_config: ToyForCausalLM is sized as SGLang 0.5.23"):
+        normalize_spec({"model_config": config, "tp_size": 4, "version": "0.5.22"})  # refused before the TP
     # unregistered, the same config is the plain family's, whose key check refuses its window
     monkeypatch.undo()
     assert "Transformers fallback" in architectures.fallback_note(config, "0.5.23")
