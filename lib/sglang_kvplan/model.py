@@ -148,7 +148,7 @@ def draft_layers(spec):
     if algorithm == "NEXTN" or spec_cfg["draft_model_config"] is None:
         return config_field(text_config(spec["model_config"]), "num_nextn_predict_layers", 1)
     return config_field(text_config(spec_cfg["draft_model_config"]), "num_hidden_layers",
-                  where="speculative.draft_model_config")
+                        where="speculative.draft_model_config")
 
 
 def draft_cell_bytes(spec):
