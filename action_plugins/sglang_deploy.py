@@ -48,8 +48,9 @@ PHASE_OPTIONS = {
     "restore": typed(takes("name unit_path runtimes store files service wait", "", RESTORE_COMMON), **PATHS),
 }
 # What each phase reads of the run record (run_record.py), beside the run: its own render's result (start), the
-# first look's record of the last full proof (start), and the server's nodes' results of the phase before.
-PEERS_BEFORE = ("start", "calibrate", "verify")
+# first look's record of the last full proof (start), and the server's nodes' results of the phase before, by its
+# name (a node that finished a phase first must not overwrite what a peer is about to read of the one before).
+PHASE_BEFORE = {"start": "render", "calibrate": "start", "verify": "calibrate"}
 
 
 def replanner(plan_inputs, task_vars):
@@ -66,18 +67,20 @@ def replanner(plan_inputs, task_vars):
 class ActionModule(PhaseAction):
     NAME = "sglang_deploy"
     PHASE_OPTIONS = PHASE_OPTIONS
-    STEPS = dict.fromkeys(PHASE_OPTIONS, "deploy")  # a phase's peers read the phase before it
+    # each phase's result under its name, and as the deploy's latest (the rescue and the report read that)
+    STEPS = {phase: (phase, "deploy") for phase in PHASE_OPTIONS}
     BEGINS = ("render", "restore")
     # each phase's argument spec: the options its table names, typed by library/sglang_deploy.py;
     # PhaseAction.run checks a task's options against it (Ansible's validate_argument_spec) before anything runs
     SPECS = phase_specs(NAME, documented_options(__file__, NAME), PHASE_OPTIONS)
 
     def from_record(self, phase, args, records):
-        if phase not in PEERS_BEFORE:
+        if phase not in PHASE_BEFORE:
             return {}
-        found = {"nodes": records.peers(args["batch"], "deploy", "the deploy phase before this one")}
+        before = PHASE_BEFORE[phase]
+        found = {"nodes": records.peers(args["batch"], before, "the deploy's %s phase" % before)}
         if phase == "start":
-            found["files_changed"] = bool((records.result("deploy") or {}).get("files_changed"))
+            found["files_changed"] = bool((records.result("render") or {}).get("files_changed"))
             found["record"] = (records.result("observe") or {}).get("record") or {}
         return found
 

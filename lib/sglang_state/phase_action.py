@@ -313,8 +313,8 @@ class PhaseAction(ActionBase):
     function run over an Executor, between a read and a write of this host's run record (run_record.py).
 
     A subclass sets NAME, PHASE_OPTIONS ({phase: takes(...)}, in the order the role runs them), SPECS
-    (phase_specs(NAME, documented_options(__file__, NAME), PHASE_OPTIONS)), STEPS ({phase: the name its result is
-    kept under in the record}), BEGINS (the phases that begin a run: the others carry on the record's), FRESH (the
+    (phase_specs(NAME, documented_options(__file__, NAME), PHASE_OPTIONS)), STEPS ({phase: the name, or names, its result
+    is kept under in the record}), BEGINS (the phases that begin a run: the others carry on the record's), FRESH (the
     phase that begins a new record: the first look of a role's run), DROPS ({phase: the steps its result makes
     stale}) and run_phase(); from_record() reads what an
     earlier phase found, here or on the server's other nodes. An action of one phase takes no `phase` option. A phase
@@ -369,6 +369,7 @@ class PhaseAction(ActionBase):
         except run_record.RecordError as error:
             return {"failed": True, "msg": "%s: %s" % (self.NAME, error), "clock": {"start": began, "end": began}}
         phase = self._task.args.get("phase") if len(self.PHASE_OPTIONS) > 1 else next(iter(self.PHASE_OPTIONS), None)
+        phase = phase if isinstance(phase, str) else None  # any other is refused by name below, nothing kept
         if phase in self.FRESH:
             own = {}
         elif phase in self.BEGINS:
@@ -390,7 +391,8 @@ class PhaseAction(ActionBase):
         if wrong:
             return {"failed": True, "msg": wrong}
         # the run as the record keeps it: what this run did to the host so far (a beginning phase's is new)
-        run = dict(transaction.new_run(), **(records.mine.get("run") or {}))
+        kept = records.mine.get("run")
+        run = dict(transaction.new_run(), **(kept if isinstance(kept, dict) else {}))
         spec = self.SPECS[phase]
         # `common`: the settings every phase of this host shares (vars/main.yml's _sglang_deploy), under its own
         # arguments
@@ -455,9 +457,12 @@ class Records:
         """{node: its result of `step`} for the server's nodes in this batch, each required (named when missing)."""
         return run_record.peers(self.folder, nodes, step, said)
 
-    def keep(self, step, result, drop=()):
-        """This host's record with the phase's result (and its run) kept, written for its peers and later phases."""
-        record = run_record.with_result(self.mine, step, result, run=result.get("run"))
+    def keep(self, steps, result, drop=()):
+        """This host's record with the phase's result (and its run) kept under each of its steps' names, written for
+        its peers and later phases."""
+        record = self.mine
+        for step in (steps,) if isinstance(steps, str) else steps:
+            record = run_record.with_result(record, step, result, run=result.get("run"))
         record["results"] = {name: kept for name, kept in record["results"].items() if name not in drop}
         self.mine = record
         run_record.write(self.folder, self.host, record)

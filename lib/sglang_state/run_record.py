@@ -22,8 +22,9 @@ from sglang_state.nodes import peers_results
 FOLDER = "sglang-run"
 # A record is small (results without their arguments); a bigger file is not one this code wrote
 MAX_BYTES = 4 << 20
-# The steps a phase that begins a run keeps from before it: the look at the host that came first (observe)
-KEPT_BY_A_NEW_RUN = ("observe",)
+# The steps a phase that begins a run keeps from before it: the first look at the host (observe) and the runtime
+# install, which come before the deploy's render in a role's run
+KEPT_BY_A_NEW_RUN = ("observe", "install")
 
 
 class RecordError(Exception):

@@ -58,11 +58,11 @@ def _drain_condition():
 def test_the_drain_reads_every_node_s_render_from_the_run_s_records(tmp_path):
     """On every node, {node: that node's render}: a and b see the same peers, and the drain's condition holds when
     any node's files changed."""
-    records = {host: {"results": {"deploy": {"phase": "render", "files_changed": host == "a"}}} for host in ("a", "b")}
+    records = {host: {"results": {"render": {"phase": "render", "files_changed": host == "a"}}} for host in ("a", "b")}
     condition = _drain_condition()
-    assert "sglang_run_results('deploy')" in condition
+    assert "sglang_run_results('render')" in condition
     keep = {"name": "Gather", "ansible.builtin.set_fact": {
-        "_sglang_peers": "{{ _sglang_batch_nodes | sglang_run_results('deploy') }}"}}
+        "_sglang_peers": "{{ _sglang_batch_nodes | sglang_run_results('render') }}"}}
     got = run(tmp_path, [keep], records)
     for host in ("a", "b"):
         assert {node: result["files_changed"] for node, result in got[host]["peers"].items()} == {"a": True,
@@ -70,10 +70,10 @@ def test_the_drain_reads_every_node_s_render_from_the_run_s_records(tmp_path):
 
 
 def test_a_node_without_the_step_is_named_by_the_drain(tmp_path):
-    records = {"a": {"results": {"deploy": {"phase": "render", "files_changed": False}}}, "b": {"results": {}}}
+    records = {"a": {"results": {"render": {"phase": "render", "files_changed": False}}}, "b": {"results": {}}}
     keep = {"name": "Gather", "ansible.builtin.set_fact": {
-        "_sglang_peers": "{{ _sglang_batch_nodes | sglang_run_results('deploy') }}"}}
-    with pytest.raises(AssertionError, match="b has no deploy: the step deploy did not run there"):
+        "_sglang_peers": "{{ _sglang_batch_nodes | sglang_run_results('render') }}"}}
+    with pytest.raises(AssertionError, match="b has no render: the step render did not run there"):
         run(tmp_path, [keep], records)
 
 

@@ -57,6 +57,12 @@ def _record(host="n0"):
     return run_record.read(run_record.folder_of(C.DEFAULT_LOCAL_TMP), host)
 
 
+def _steps(phase):
+    """The names a phase's result is kept under in the record (a deploy phase's: its own, and the deploy's latest)."""
+    steps = _owner(phase).ActionModule.STEPS[phase]
+    return (steps,) if isinstance(steps, str) else steps
+
+
 def _owner(phase):
     return ACTIONS[PHASE_FUNCTIONS[phase][0]]
 
@@ -166,7 +172,7 @@ def test_an_unknown_option_is_refused_by_name_and_nothing_runs(calls, phase, typ
     assert result["run"] == CHANGED_RUN, result["run"]
     kept = _record()
     assert kept["run"] == CHANGED_RUN
-    assert kept["results"][_owner(phase).ActionModule.STEPS[phase]]["msg"] == result["msg"]
+    assert all(kept["results"][step]["msg"] == result["msg"] for step in _steps(phase))
 
 
 def test_the_start_phase_lists_what_it_takes():
@@ -238,8 +244,8 @@ def test_a_missing_required_option_is_named_whether_own_or_from_common(calls):
 def test_common_merges_under_the_tasks_own_and_each_phase_gets_only_its_arguments_and_the_records(calls):
     common = dict({name: valid(_spec("start")[name]) for name in deploy.DEPLOY_COMMON}, batch=["n0", "n1"])
     rendered = {"phase": "render", "changed": True, "files_changed": True}
-    _seed("n0", observe={"phase": "observe", "record": {"proven_at": 7}}, deploy=rendered)
-    _seed("n1", deploy=dict(rendered, files_changed=False))
+    _seed("n0", observe={"phase": "observe", "record": {"proven_at": 7}}, render=rendered)
+    _seed("n1", render=dict(rendered, files_changed=False))
     result = _run({"phase": "start", "common": common, "host": "own"})
     assert not result.get("failed"), result
     (phase, (_executor, args, run)), = calls
@@ -295,7 +301,7 @@ def test_an_error_inside_a_phase_is_its_defect_with_the_traceback(monkeypatch, p
     assert result["exception"].startswith("Traceback (most recent call last):")
     assert "in broken" in result["exception"] and result["exception"].rstrip().endswith("KeyError: 'y'")
     assert result["failed"] and result["changed"] is True and result["run"] == CHANGED_RUN
-    assert _record()["results"][_owner(phase).ActionModule.STEPS[phase]]["msg"] == result["msg"]
+    assert all(_record()["results"][step]["msg"] == result["msg"] for step in _steps(phase))
 
 
 def test_a_phase_failure_is_its_sentence_and_an_ansible_error_is_ansibles(monkeypatch):
@@ -320,9 +326,9 @@ def test_a_phase_failure_is_its_sentence_and_an_ansible_error_is_ansibles(monkey
 
 
 # Each phase that reads its peers' results of the step before it: (phase, that step, what the refusal calls it)
-PEER_READERS = [("start", "deploy", "the deploy phase before this one"),
-                ("calibrate", "deploy", "the deploy phase before this one"),
-                ("verify", "deploy", "the deploy phase before this one"),
+PEER_READERS = [("start", "render", "the deploy's render phase"),
+                ("calibrate", "start", "the deploy's start phase"),
+                ("verify", "calibrate", "the deploy's calibrate phase"),
                 ("prove", "decide", "the proof's decision"), ("record", "decide", "the proof's decision"),
                 ("rescue", "look", "the look of the rescue")]
 
@@ -423,7 +429,7 @@ def test_a_phase_that_begins_a_run_reads_nothing_of_an_earlier_run_but_the_first
     (_phase, (_executor, _args, run)), = calls
     assert run == dict(deploy.transaction.new_run(), began=run["began"]) and run["began"] >= before
     kept = _record()
-    assert set(kept["results"]) == {"observe", "deploy"} and kept["results"]["deploy"]["phase"] == "render"
+    assert set(kept["results"]) == {"observe", "render", "deploy"} and kept["results"]["deploy"]["phase"] == "render"
     assert kept["run"] == {"began": run["began"]}
     # start reads this run's render and the first look, never the earlier run's
     _run(dict(_given("start"), batch=["n0"]))
@@ -520,3 +526,10 @@ def test_the_documentation_holds_exactly_the_options_the_phases_take(name):
     if len(table) > 1:
         assert documented["options"]["phase"]["choices"] == list(table)
     assert any("refuses any other" in line for line in documented["description"])
+
+
+@pytest.mark.parametrize("phase", [["render"], {"render": 1}, None])
+def test_a_phase_that_is_not_a_name_is_refused_by_name_and_nothing_is_kept(calls, phase):
+    result = _action(deploy, {"phase": phase}).run(task_vars={"inventory_hostname": "n0", "hostvars": {}})
+    assert result["failed"] and result["msg"].startswith("sglang_deploy: phase is ") and calls == []
+    assert _record() == {}

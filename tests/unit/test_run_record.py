@@ -27,9 +27,11 @@ def test_an_inventory_name_with_a_slash_is_one_file_in_the_folder(tmp_path):
     assert run_record.read(folder, "../../etc/evil") == {"run": {}}
 
 
-def test_a_run_that_begins_keeps_only_the_first_look():
-    record = {"run": {"changed_this_run": True}, "results": {"observe": {"proven": True}, "deploy": {}, "prove": {}}}
-    assert run_record.begin(record, 5.0) == {"run": {"began": 5.0}, "results": {"observe": {"proven": True}}}
+def test_a_run_that_begins_keeps_only_the_first_look_and_the_runtime_install():
+    record = {"run": {"changed_this_run": True}, "results": {"observe": {"proven": True}, "install": {"clock": {}},
+                                                            "deploy": {}, "prove": {}}}
+    assert run_record.begin(record, 5.0) == {"run": {"began": 5.0}, "results": {"observe": {"proven": True},
+                                                                                "install": {"clock": {}}}}
 
 
 def test_peers_are_read_in_order_and_a_node_without_the_step_is_named(tmp_path):
