@@ -313,8 +313,8 @@ class PhaseAction(ActionBase):
     function run over an Executor, between a read and a write of this host's run record (run_record.py).
 
     A subclass sets NAME, PHASE_OPTIONS ({phase: takes(...)}, in the order the role runs them), SPECS
-    (phase_specs(NAME, documented_options(__file__, NAME), PHASE_OPTIONS)), STEPS ({phase: the name, or names, its result
-    is kept under in the record}), BEGINS (the phases that begin a run: the others carry on the record's), FRESH (the
+    (phase_specs(NAME, documented_options(__file__, NAME), PHASE_OPTIONS)), STEPS ({phase: the name, or names, its
+    result is kept under in the record}), BEGINS (the phases that begin a run: the others carry on the record's), FRESH (the
     phase that begins a new record: the first look of a role's run), DROPS ({phase: the steps its result makes
     stale}) and run_phase(); from_record() reads what an
     earlier phase found, here or on the server's other nodes. An action of one phase takes no `phase` option. A phase
