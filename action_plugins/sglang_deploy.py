@@ -17,13 +17,13 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.realpath(__file__)), os.
 
 from sglang_checks import planhost  # noqa: E402
 from sglang_state import transaction  # noqa: E402
-from sglang_state.phase_action import PhaseAction, documented_options, phase_specs, takes  # noqa: E402
+from sglang_state.phase_action import PhaseAction, documented_options, phase_specs, takes, typed  # noqa: E402
 
 # The keys of the `common` the role passes (roles/sglang/vars/main.yml): _sglang_deploy to the deploy's phases,
 # _sglang_restore to a restore. A phase that takes one takes all its keys, read or not: one dict serves phases that
 # read different parts of it.
-DEPLOY_COMMON = ("host", "server", "rank0", "order", "multinode", "service", "files", "etc_dir", "etc_group", "store",
-                 "state_manifest", "wait", "context_target")
+DEPLOY_COMMON = ("host", "server", "rank0", "order", "multinode", "batch", "service", "files", "etc_dir", "etc_group",
+                 "store", "state_manifest", "wait", "context_target")
 RESTORE_COMMON = ("runtimes", "store", "files", "unit_name", "service", "wait")
 
 # The service's files as the phases that render them read them (the documentation's `files` is a list of anything:
@@ -37,17 +37,20 @@ PATHS = {"files": {"type": "list", "elements": "str"}}
 # The one place an option is added: library/sglang_deploy.py documents and types exactly these, and
 # tests/unit/test_phase_actions.py holds the role's every call to them.
 PHASE_OPTIONS = {
-    "render": takes("files etc_dir etc_group store before_manifest", "plan_args", DEPLOY_COMMON, run=False,
-                    typed=RENDERED),
-    "start": takes("host multinode service files_changed store files state_manifest wait", "nodes record",
-                   DEPLOY_COMMON, typed=RENDERED),
+    "render": typed(takes("files etc_dir etc_group store before_manifest", "plan_args", DEPLOY_COMMON), **RENDERED),
+    "start": typed(takes("host multinode batch service store files state_manifest wait", "", DEPLOY_COMMON),
+                   **RENDERED),
     # files, etc_dir, etc_group, store, state_manifest and wait: the corrective pass's render and restart
-    "calibrate": takes("host rank0 order multinode server service nodes spec plan context_target calibration_store "
-                       "plan_inputs files etc_dir etc_group store state_manifest wait", "stored in_use",
-                       DEPLOY_COMMON, typed=RENDERED),
-    "verify": takes("host rank0 order multinode server nodes context_target min_headroom_gib", "", DEPLOY_COMMON),
-    "restore": takes("name unit_path runtimes store files service wait", "", RESTORE_COMMON, run=False, typed=PATHS),
+    "calibrate": typed(takes("host rank0 order multinode batch server service spec plan context_target "
+                             "calibration_store plan_inputs files etc_dir etc_group store state_manifest wait",
+                             "stored in_use", DEPLOY_COMMON), **RENDERED),
+    "verify": takes("host rank0 order multinode batch server context_target min_headroom_gib", "", DEPLOY_COMMON),
+    "restore": typed(takes("name unit_path runtimes store files service wait", "", RESTORE_COMMON), **PATHS),
 }
+# What each phase reads of the run record (run_record.py), beside the run: its own render's result (start), the
+# first look's record of the last full proof (start), and the server's nodes' results of the phase before, by its
+# name (a node that finished a phase first must not overwrite what a peer is about to read of the one before).
+PHASE_BEFORE = {"start": "render", "calibrate": "start", "verify": "calibrate"}
 
 
 def replanner(plan_inputs, task_vars):
@@ -64,9 +67,22 @@ def replanner(plan_inputs, task_vars):
 class ActionModule(PhaseAction):
     NAME = "sglang_deploy"
     PHASE_OPTIONS = PHASE_OPTIONS
+    # each phase's result under its name, and as the deploy's latest (the rescue and the report read that)
+    STEPS = {phase: (phase, "deploy") for phase in PHASE_OPTIONS}
+    BEGINS = ("render", "restore")
     # each phase's argument spec: the options its table names, typed by library/sglang_deploy.py;
     # PhaseAction.run checks a task's options against it (Ansible's validate_argument_spec) before anything runs
     SPECS = phase_specs(NAME, documented_options(__file__, NAME), PHASE_OPTIONS)
+
+    def from_record(self, phase, args, records):
+        if phase not in PHASE_BEFORE:
+            return {}
+        before = PHASE_BEFORE[phase]
+        found = {"nodes": records.peers(args["batch"], before, "the deploy's %s phase" % before)}
+        if phase == "start":
+            found["files_changed"] = bool((records.result("render") or {}).get("files_changed"))
+            found["record"] = (records.result("observe") or {}).get("record") or {}
+        return found
 
     def prepare(self, phase, args, task_vars):
         if phase != "calibrate":

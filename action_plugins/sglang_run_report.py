@@ -22,10 +22,13 @@ from ansible.utils.display import Display
 # As the filters do: the report lives in lib/ beside this folder (plugins/lib in the collection).
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.realpath(__file__)), os.pardir, "lib"))
 
+from ansible import constants as C  # noqa: E402
 from sglang_checks import kept  # noqa: E402
+from sglang_report.clock import from_results  # noqa: E402
 from sglang_report.inputs import ARGUMENTS, ReportInputError, check_args  # noqa: E402
 from sglang_report.report import build_run_report, calibration_source  # noqa: E402
 from sglang_report.summary import summary_lines  # noqa: E402
+from sglang_state import run_record  # noqa: E402
 
 display = Display()
 # The unit and a calibration fact are a few KiB; anything much larger is not one of ours.
@@ -72,6 +75,13 @@ def built_from_facts_failure(host, error):
     cause = next(words for kinds, words in CAUSES if isinstance(error, kinds))
     return ("sglang_run_report: the report for %s could not be built from facts: %s. Give the facts "
             "roles/sglang/tasks/report.yml sends (run with -vvv for where it failed)" % (host, cause))
+
+
+def with_run_clock(clock, record):
+    """The day-1 clock with the runtime's, the boot's and the proof's spans, read from this host's run record (its
+    actions' results: the runtime install, the deploy's last phase, the proof's decision and record)."""
+    steps = [run_record.result(record, step) or {} for step in ("install", "deploy", "decide", "record")]
+    return dict(clock or {}, **from_results(*steps))
 
 
 def keep_calibration(args, facts):
@@ -122,6 +132,8 @@ class ActionModule(ActionBase):
         try:
             args = check_args(args)  # every argument's type and shape, before anything is read or written
             facts = dict(args["facts"], host=args["host"])
+            record = run_record.read(run_record.folder_of(C.DEFAULT_LOCAL_TMP), args["host"])
+            facts["sglang_day1_clock"] = with_run_clock(facts.get("sglang_day1_clock"), record)
             restored = args.get("restored")
             facts["restored"], facts["calibration_entries"] = None, {}
             if isinstance(restored, Mapping):  # a rollback: the restored entry, its unit, the stored calibrations
@@ -153,7 +165,7 @@ class ActionModule(ActionBase):
             if warnings:
                 result["warnings"] = warnings
             return result
-        except ReportInputError as error:
+        except (ReportInputError, run_record.RecordError) as error:
             return {"failed": True, "msg": "sglang_run_report: %s" % error}
         except (KeyError, TypeError, ValueError, AttributeError, IndexError, RecursionError, OverflowError) as error:
             display.vvv("sglang_run_report: %s" % traceback.format_exc())

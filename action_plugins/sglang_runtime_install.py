@@ -20,7 +20,7 @@ from sglang_state.phase_action import PhaseAction, documented_options, phase_spe
 # What the install reads: the one place an option is added; library/sglang_runtime_install.py documents exactly these.
 PHASE_OPTIONS = {
     "install": takes("dir legacy unit store_dir version package wheels_dir extras kernel_wheels kernel_sources "
-                     "min_free_gib uv_version names cuda_home user home proven check", run=False),
+                     "min_free_gib uv_version names cuda_home user home check"),
 }
 
 
@@ -30,6 +30,12 @@ class ActionModule(PhaseAction):
     # each phase's argument spec: the options its table names, typed by library/sglang_runtime_install.py;
     # PhaseAction.run checks a task's options against it (Ansible's validate_argument_spec) before anything runs
     SPECS = phase_specs(NAME, documented_options(__file__, NAME), PHASE_OPTIONS)
+
+    STEPS = {"install": "install"}
+
+    def from_record(self, phase, args, records):
+        # the serving state is the proven one (sglang_proof's observe, this run's first look at the host)
+        return {"proven": bool((records.result("observe") or {}).get("proven"))}
 
     def run_phase(self, phase, executor, args, run):
         return runtime_install.install(executor, args)

@@ -3,7 +3,6 @@
   {{ _sglang_day1_clock | default({}) | sglang_clock_mark('driver', 'start') }}
   {{ _sglang_day1_clock | sglang_clock_mark('runtime', 'end', note='built') }}
   {{ _sglang_day1_clock | sglang_clock_download(hf_download_result) }}
-  {{ clock | sglang_clock_results(runtime_result, deploy_result, decide_result, record_result) }}
 """
 
 import os
@@ -15,7 +14,7 @@ from ansible.errors import AnsibleFilterError
 # Ansible loads filter plugins by path, not as a package: the clock lives in lib/, put on the path here.
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.realpath(__file__)), os.pardir, "lib"))
 
-from sglang_report.clock import ClockError, add_download, from_results, mark  # noqa: E402
+from sglang_report.clock import ClockError, add_download, mark  # noqa: E402
 
 
 def clock_mark(clock, phase, edge, note=None):
@@ -26,12 +25,6 @@ def clock_mark(clock, phase, edge, note=None):
         raise AnsibleFilterError(str(error)) from None
 
 
-def clock_results(clock, runtime, deploy, decided, recorded):
-    """The clock with the runtime's, the boot's and the proof's entries read from their registered results."""
-    return dict(clock or {}, **from_results(runtime, deploy, decided, recorded))
-
-
 class FilterModule:
     def filters(self):
-        return {"sglang_clock_mark": clock_mark, "sglang_clock_download": add_download,
-                "sglang_clock_results": clock_results}
+        return {"sglang_clock_mark": clock_mark, "sglang_clock_download": add_download}

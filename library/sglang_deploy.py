@@ -10,8 +10,9 @@ module: sglang_deploy
 short_description: One phase of the SGLang deploy transaction (deploy, restore, proof, rescue)
 description:
   - The deploy of roles/sglang as one transaction in Python (lib/sglang_state/transaction.py), run phase by phase
-    so that the nodes of a server across nodes move in lockstep. Each phase returns one result, registered as
-    C(sglang_deploy); the next phase takes the result of every node of the server as O(nodes).
+    so that the nodes of a server across nodes move in lockstep. Each phase keeps its result in this run's record
+    on the controller (lib/sglang_state/run_record.py, one file per host in ansible-playbook's own temporary
+    folder); the next phase reads it there, its own and that of every node of the server in O(batch).
   - C(render) keeps the serving state in the backup store (sglang_backup_store) and renders the unit, env file and
     config (the env file and config without diff or log).
   - C(start) restarts SGLang when its server's files changed (a node of a server across nodes restarts with its
@@ -26,7 +27,7 @@ description:
   - The proof, the rescue and the runtime are actions of their own (sglang_proof, sglang_rescue,
     sglang_runtime_install).
   - An action plugin; it runs modules on the host. Every result carries C(run), what this run did to the host so far
-    (failed phases too), which the role's rescue reads.
+    (failed phases too), kept in the run record, where the rescue (sglang_rescue) reads it.
   - Each phase takes only the options it reads (the table PHASE_OPTIONS in action_plugins/sglang_deploy.py), and all
     the keys of the O(common) it is passed, each of the type documented here (suboptions included; C(render),
     C(start) and C(calibrate) take O(files) as mappings, C(restore) as paths); it refuses any other option, a missing
@@ -46,13 +47,10 @@ options:
     description:
       - Settings every phase of this host shares (the role passes one dict), under the phase's own.
       - C(render), C(start), C(calibrate), C(verify) - the role's C(_sglang_deploy) (O(host), O(server), O(rank0),
-        O(order), O(multinode), O(service), O(files), O(etc_dir), O(etc_group), O(store), O(state_manifest), O(wait),
-        O(context_target)).
+        O(order), O(multinode), O(batch), O(service), O(files), O(etc_dir), O(etc_group), O(store), O(state_manifest),
+        O(wait), O(context_target)).
       - C(restore) - the role's C(_sglang_restore) (O(runtimes), O(store), O(files), O(unit_name), O(service),
         O(wait)).
-    type: dict
-  run:
-    description: The C(run) of the phase before (not for C(render) and C(restore), which begin a run).
     type: dict
   files:
     description:
@@ -107,12 +105,11 @@ options:
   multinode:
     description: Whether the server spans several hosts.
     type: bool
-  nodes:
-    description: The result of the phase before on every node of the server in this batch, by node.
-    type: dict
-  files_changed:
-    description: C(start) - whether this host's render changed its files.
-    type: bool
+  batch:
+    description: The server's nodes in this batch (a rolling run's batch holds a whole server, or none of it).
+      C(start), C(calibrate) and C(verify) read each one's result of the phase before from this run's record.
+    type: list
+    elements: str
   service:
     description: The systemd unit.
     type: str
@@ -217,10 +214,6 @@ options:
     description: C(restore) - the unit's file name in an entry; taken (and not read) as a key of O(common), which the
       rescue's C(restore) (sglang_rescue) shares.
     type: str
-  record:
-    description: C(start) - the record sglang_proof's C(observe) read; when the unit runs the process it names and
-      nothing starts, the start does not wait for C(/health_generate) (the proof's check asks the server instead).
-    type: dict
 notes:
   - Check mode - C(render) shows what would change (the unit's diff with --diff); the role stops after it.
 """
@@ -234,7 +227,7 @@ EXAMPLES = r"""
     etc_group: sglang
     store: {dir: /var/lib/sglang/backups, keep: 5, lock_owner: me}
     before_manifest: {reason: found on the host}
-  register: sglang_deploy
+  register: _sglang_rendered
 """
 
 RETURN = r"""

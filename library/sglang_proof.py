@@ -19,7 +19,11 @@ description:
     decode at that context, then N short prompts at once) as an async job whose stage is said every 5 s.
   - C(record) says which proof ran and why; after a full one it marks the live state proven in the backup store and
     keeps the record the next run decides from. A failed proof on rank 0 fails every node with its message.
-  - An action plugin; it runs modules on the host.
+  - An action plugin; it runs modules on the host. What an earlier phase found (the record C(observe) read, each
+    node's decision, rank 0's result, the deploy's plan, a rescue's restored entry) is read from this run's record on
+    the controller (lib/sglang_state/run_record.py), never passed by the role. C(observe) begins the host's record.
+  - After a rescue restored an entry (sglang_rescue), C(prove) proves it at the level the rescue planned, held to the
+    entry's own target and to the API key in its config (O(config_path)).
   - Each phase takes only the options it reads (the table PHASE_OPTIONS in the action), each of the type documented
     here (suboptions included); it refuses any other option, a missing required one, and a value of the wrong type
     (a mapping or list where a scalar is wanted, or the reverse, or a value Ansible cannot convert) by name before it
@@ -34,10 +38,6 @@ options:
     type: str
     required: true
     choices: [observe, decide, prove, record]
-  run:
-    description: C(decide), C(prove), C(record) - the deploy's C(run) (sglang_deploy's), or C({}) where no deploy ran
-      (a rollback's proof).
-    type: dict
   files:
     description: C(record) - the service's files' paths (the state marked proven).
     type: list
@@ -65,9 +65,6 @@ options:
   record_path:
     description: C(observe), C(record) - the last full proof's record on the host.
     type: path
-  record:
-    description: C(decide) - the record C(observe) read.
-    type: dict
   versions:
     description: C(decide) - the serving runtime's versions.
     type: dict
@@ -80,27 +77,31 @@ options:
   reprove_after_days:
     description: C(decide) - the age in days after which the full proof runs again.
     type: raw
-  planned:
-    description: C(prove), C(record) - the server's proof level (the full one when any node needs it).
-    type: dict
+  batch:
+    description: C(prove), C(record) - the server's nodes in this batch; the server's proof is the full one when any
+      of their decisions (read from this run's record) asks for it.
+    type: list
+    elements: str
+  rank0:
+    description: C(record) - the server's rank-0 host, whose proof result (read from this run's record) every node
+      records.
+    type: str
   smoke:
-    description: C(prove) - sglang_smoke_test's arguments (empty ones left out); C(record) - rank 0's proof result.
+    description: C(prove) - sglang_smoke_test's arguments (empty ones left out).
     type: dict
+  config_path:
+    description: C(prove) after a rescue's restore - the server's config, from which the API key the restored state
+      serves with is read (a run that changed sglang_api_key put the old one back).
+    type: path
   on_rank0:
     description: C(prove) - whether this node serves the server's HTTP API (only rank 0 is proven).
     type: bool
   progress_file:
     description: C(prove) - where the full proof keeps its stage while it runs.
     type: path
-  concurrent_requests:
-    description: C(prove) - the short prompts the full proof sends at once (the plan's max running requests).
-    type: int
   limit:
     description: C(prove) - the full proof's backstop in seconds (its own deadlines end it first).
     type: int
-  live:
-    description: C(record) - the live state C(decide) saw.
-    type: dict
   manifest:
     description: C(record) - the manifest of the state marked proven.
     type: dict
@@ -110,12 +111,10 @@ EXAMPLES = r"""
 - name: Decide this node's proof
   sglang_proof:
     phase: decide
-    run: "{{ sglang_deploy.run | default({}) }}"
-    record: "{{ sglang_observed.record | default({}) }}"
     service: sglang
     context_target: 200000
     asked: auto
-  register: sglang_proof_plan
+  register: _sglang_proof_decided
 """
 
 RETURN = r"""

@@ -21,7 +21,10 @@ description:
   - C(end) reads rank 0's proof of the restored state; a passed one is recorded in the backup store (the entry's
     proof time moves forward) and lets the replica rejoin its routers. It fails with the run's message, which says
     whether the restored state proved.
-  - An action plugin; it runs modules on the host.
+  - An action plugin; it runs modules on the host. What an earlier phase found is read from this run's record on
+    the controller (lib/sglang_state/run_record.py) - the deploy's C(run) and last phase (a failure after a verified
+    deploy is the proof's), every node's C(look), the C(rescue) phase's decision, and rank 0's proof of the restored
+    state (none when rank 0 ran none).
   - Each phase takes only the options it reads (the table PHASE_OPTIONS in the action), each of the type documented
     here (suboptions included); it refuses any other option, a missing required one, and a value of the wrong type
     (a mapping or list where a scalar is wanted, or the reverse, or a value Ansible cannot convert) by name before it
@@ -36,9 +39,6 @@ options:
     type: str
     required: true
     choices: [look, rescue, end]
-  run:
-    description: The deploy's C(run) (sglang_deploy's), what this run did to the host so far.
-    type: dict
   files:
     description: C(look), C(end) - the service's files' paths (the store's entries are read for them).
     type: list
@@ -61,11 +61,13 @@ options:
     description: C(rescue) - this host's inventory name.
     type: str
   rank0:
-    description: C(rescue), C(end) - the server's rank-0 host.
+    description: C(rescue), C(end) - the server's rank-0 host (C(end) reads its proof of the restored state).
     type: str
-  nodes:
-    description: C(rescue) - every node's C(look) result in this batch, by node (the server decides as one).
-    type: dict
+  batch:
+    description: C(rescue) - the server's nodes in this batch; it reads each one's C(look) from this run's record
+      (the server decides as one).
+    type: list
+    elements: str
   service:
     description: The systemd unit (C(rescue) stops it when it decides to).
     type: str
@@ -107,19 +109,9 @@ options:
   api_key:
     description: C(look), C(rescue), C(end) - the server's API key (redacted from the journal; never returned).
     type: str
-  said:
-    description: C(end) - the C(said) the C(rescue) phase returned after its restore (its decision and what the
-      run's message says).
-    type: dict
-  proved:
-    description: C(end) - rank 0's result of sglang_proof's C(prove) phase run on the restored state; null when
-      rank 0 ran none.
-    type: dict
   failure:
-    description: C(rescue) - the failure's sentence.
-    type: str
-  failed_in:
-    description: C(rescue) - C(proof) when the failure came after a verified deploy.
+    description: C(look), C(rescue) - the failure's sentence; C(look) fails with it at once when this run changed
+      nothing on the host (nothing to undo).
     type: str
   rollback_on_failure:
     description: C(rescue) - restore after a failed proof of a state that still answers.
@@ -130,12 +122,11 @@ EXAMPLES = r"""
 - name: Read the journal's last lines, whether the server answers, and the backup store
   sglang_rescue:
     phase: look
-    run: "{{ sglang_deploy.run }}"
+    failure: "{{ ansible_failed_result | sglang_failure_reason(ansible_failed_task | default({})) }}"
     service: sglang
     url: http://127.0.0.1:30000
     store: {dir: /var/lib/sglang/backups, keep: 5, lock_owner: me}
     files: [/etc/systemd/system/sglang.service]
-  register: sglang_rescue
 """
 
 RETURN = r"""

@@ -17,7 +17,8 @@ description:
   - Then the runtimes nothing names are pruned - never the one the unit or its running process uses, nor one a
     backup store entry names (sglang_runtime's prune).
   - An action plugin; it runs modules on the host (sglang_runtime, sglang_runtime_check, pip, git, copy) and reads
-    controller-side wheels' sha256 on the controller.
+    controller-side wheels' sha256 on the controller. Whether the serving state is the proven one (a runtime in use
+    is then not checked again) it reads from this run's record (sglang_proof's C(observe), the run's first look).
   - It takes only these options, each of the type documented here; it refuses any other, a missing required one,
     and a value of the wrong type (a mapping or list where a scalar is wanted, or the reverse, or a value Ansible
     cannot convert) by name before it runs anything. An error inside it whose options passed is reported as its
@@ -78,9 +79,6 @@ options:
   home:
     description: The service user's home.
     type: path
-  proven:
-    description: The serving state is the proven one (a runtime in use is not checked again).
-    type: bool
   check:
     description: The runtime check's arguments (sglang_runtime_check) besides the path.
     type: dict
@@ -105,7 +103,6 @@ EXAMPLES = r"""
     cuda_home: /usr/local/cuda
     user: sglang
     home: /var/lib/sglang
-    proven: false
     check: {gpus: 8, torch_cuda: "12.9", torch: 2.9.1, release: 0.5.23, nodes: 1, imports: []}
   register: _sglang_runtime_plan
 """

@@ -3,6 +3,8 @@
 import os
 import sys
 
+import pytest
+
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 for folder in ("lib", "library", "filter_plugins"):
     path = os.path.join(REPO, folder)
@@ -25,3 +27,12 @@ from hypothesis import settings  # noqa: E402
 
 settings.register_profile("repo", deadline=None)
 settings.load_profile("repo")
+
+
+@pytest.fixture(autouse=True)
+def _own_run_records(tmp_path_factory, monkeypatch):
+    """Each test's run records in a folder of its own: the phase actions keep them in Ansible's local temporary
+    folder of the run (lib/sglang_state/run_record.py), which in a test process is one folder for every test."""
+    from ansible import constants
+
+    monkeypatch.setattr(constants, "DEFAULT_LOCAL_TMP", str(tmp_path_factory.mktemp("ansible-local")))

@@ -26,6 +26,7 @@ import os
 import time
 import traceback
 
+from ansible import constants as C
 from ansible.errors import AnsibleActionFail, AnsibleError
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from ansible.module_utils.common.parameters import remove_values
@@ -34,7 +35,7 @@ from ansible.parsing.plugin_docs import read_docstring
 from ansible.plugins.action import ActionBase
 from ansible.utils.display import Display
 
-from sglang_state import transaction
+from sglang_state import run_record, transaction
 
 display = Display()
 
@@ -46,20 +47,20 @@ SCALARS = {"str": "a string", "int": "an integer", "float": "a number", "bool": 
 OUTPUT_LIMIT = 2000
 
 
-def takes(required, optional="", common=(), run=True, typed=None):
+def takes(required, optional="", common=()):
     """One phase's options, {name: {required: bool, ...}}. required: what the phase reads on some path without a
     default (the role always passes it); optional: what it reads with one; common: the keys of the common it is
-    passed; run: it carries on the run it is given (the phases that begin a run read none); typed: {name: spec} for
-    an option this phase types deeper than the documentation's one type per option."""
+    passed. What an earlier phase found is no option: the action reads it from the run record."""
     options = {name: {"required": False} for name in optional.split() + list(common)}
     if common:
         options["common"] = {"required": False}
-    if run:
-        options["run"] = {"required": False}
     options.update({name: {"required": True} for name in required.split()})
-    for name, spec in (typed or {}).items():
-        options[name] = dict(spec, required=options[name]["required"])
     return options
+
+
+def typed(options, **specs):
+    """A phase's options with some typed deeper than the documentation's one type per option."""
+    return dict(options, **{name: dict(spec, required=options[name]["required"]) for name, spec in specs.items()})
 
 
 def documented_options(action_file, name):
@@ -211,7 +212,7 @@ def with_module_output(result, secret_args=None):
 
 
 def failed(phase, run, msg, changed=False):
-    """A failed phase's result: `run` as it stands, which the role's rescue reads."""
+    """A failed phase's result: `run` as it stands, which the rescue reads from the run record."""
     return {"phase": phase, "failed": True, "changed": changed, "run": run, "msg": msg}
 
 
@@ -309,23 +310,34 @@ class Executor:
 
 class PhaseAction(ActionBase):
     """One action of the role: its phase's options checked against the phase's argument spec, then the phase's
-    function run over an Executor.
+    function run over an Executor, between a read and a write of this host's run record (run_record.py).
 
     A subclass sets NAME, PHASE_OPTIONS ({phase: takes(...)}, in the order the role runs them), SPECS
-    (phase_specs(NAME, documented_options(__file__, NAME), PHASE_OPTIONS)) and run_phase(). A phase that takes `run`
-    carries on the run record it is given; the others begin one, noting when (`began`). An action of one phase
-    takes no `phase` option. A phase refuses an unknown option, a missing one and a value of the wrong type, naming
-    each, what it takes and requires, and keeping the run as it stands, before anything runs. No _VALID_ARGS: the
-    spec is the one check."""
+    (phase_specs(NAME, documented_options(__file__, NAME), PHASE_OPTIONS)), STEPS ({phase: the name, or names, its
+    result is kept under in the record}), BEGINS (the phases that begin a run: the others carry on the record's),
+    FRESH (the phase that begins a new record: the first look of a role's run), DROPS ({phase: the steps its result
+    makes stale}) and run_phase(); from_record() reads what an earlier phase found, here or on the server's other
+    nodes. An action of one phase takes no `phase` option. A phase refuses an unknown option, a missing one and a
+    value of the wrong type, naming each, what it takes and requires, and keeping the run as it stands, before
+    anything runs. No _VALID_ARGS: the spec is the one check."""
 
     NAME = ""
     PHASE_OPTIONS = {}
     SPECS = {}
+    STEPS = {}
+    BEGINS = ()
+    FRESH = ()
+    DROPS = {}
     # No temporary folder on the host for a phase: its modules run pipelined (through the connection's stdin), and
     # the copy action it drives for a wheel, a calibration or a proof record makes its own only when it copies.
     # Making and removing one cost two round trips a phase (tests/benchmarks/bench_rerun.py).
     TRANSFERS_FILES = False
     _requires_connection = True
+
+    def from_record(self, phase, args, records):
+        """What the phase reads of the run record, as arguments ({} by default). records: a Records of this run."""
+        del phase, args, records
+        return {}
 
     def prepare(self, phase, args, task_vars):
         """The phase's arguments as its function takes them (a subclass turns an input into what the phase reads;
@@ -350,28 +362,49 @@ class PhaseAction(ActionBase):
         """The phase's result, with its span on the controller's clock: {clock: {start, end}} in epoch seconds (the
         day-1 clock reads the runtime's, the boot's and the proof's from the results the role registers)."""
         began = time.time()
-        result = self._run(tmp, task_vars or {}, began)
+        task_vars = task_vars or {}
+        records = Records(run_record.folder_of(C.DEFAULT_LOCAL_TMP), task_vars.get("inventory_hostname"))
+        try:
+            own = records.own()
+        except run_record.RecordError as error:
+            return {"failed": True, "msg": "%s: %s" % (self.NAME, error), "clock": {"start": began, "end": began}}
+        phase = self._task.args.get("phase") if len(self.PHASE_OPTIONS) > 1 else next(iter(self.PHASE_OPTIONS), None)
+        phase = phase if isinstance(phase, str) else None  # any other is refused by name below, nothing kept
+        if phase in self.FRESH:
+            own = {}
+        elif phase in self.BEGINS:
+            own = run_record.begin(own, began)
+        records.mine = own
+        result = self._run(tmp, task_vars, records)
         result["clock"] = {"start": began, "end": time.time()}
+        if phase in self.STEPS:
+            try:
+                records.keep(self.STEPS[phase], result, drop=self.DROPS.get(phase, ()))
+            except (OSError, run_record.RecordError) as error:
+                result.update(failed=True, msg="%s%s: this run's record could not be written: %s" % (
+                    (result.get("msg") + "; ") if result.get("failed") else "", self.NAME, error))
         return result
 
-    def _run(self, tmp, task_vars, began):
+    def _run(self, tmp, task_vars, records):
         own = dict(self._task.args)
         phase, wrong = self._phase_of(own)
         if wrong:
             return {"failed": True, "msg": wrong}
-        run = transaction.new_run()
+        # the run as the record keeps it: what this run did to the host so far (a beginning phase's is new)
+        kept = records.mine.get("run")
+        run = dict(transaction.new_run(), **(kept if isinstance(kept, dict) else {}))
         spec = self.SPECS[phase]
         # `common`: the settings every phase of this host shares (vars/main.yml's _sglang_deploy), under its own
-        # arguments; each phase carries on the run the one before it registered (a beginning phase starts one)
+        # arguments
         args, problems = check(spec, own)
-        if "run" in spec and isinstance(own.get("run"), dict):
-            run.update((args or own)["run"])  # the run as it stands, kept in a refusal too: the rescue reads it
-        elif "run" not in spec:  # a phase that begins a run record notes when (render's: the boot's start)
-            run["began"] = began
         if problems:  # nothing ran: the host is as the phase before left it
             whom = "phase %s" % phase if len(self.PHASE_OPTIONS) > 1 else "it"
             return failed(phase, run, refusal(self._where(phase), whom, spec, problems))
-        args = {key: value for key, value in args.items() if key not in ("common", "run")}
+        args = {key: value for key, value in args.items() if key != "common"}
+        try:
+            args.update(self.from_record(phase, args, records))
+        except (ValueError, run_record.RecordError) as error:  # a peer that did not run the step before: named
+            return failed(phase, run, "%s: %s" % (self._where(phase), error))
         try:
             # Ansible's own check: async, which no phase supports (no _VALID_ARGS: the spec checked the options)
             super().run(tmp, task_vars)
@@ -399,3 +432,37 @@ class PhaseAction(ActionBase):
 
     def _where(self, phase):
         return "%s (phase %s)" % (self.NAME, phase) if len(self.PHASE_OPTIONS) > 1 else self.NAME
+
+
+class Records:
+    """This run's records as a phase reads them: its own host's (`mine`, read once before the phase) and its peers'.
+    The folder is Ansible's local temporary folder of this ansible-playbook run (made when it starts, removed when
+    it ends, shared by its forks)."""
+
+    def __init__(self, folder, host):
+        self.folder, self.host, self.mine = folder, host, {}
+
+    def own(self):
+        return run_record.read(self.folder, self.host)
+
+    def result(self, step):
+        """This host's result of an earlier step this run, or None."""
+        return run_record.result(self.mine, step)
+
+    def of(self, node, step):
+        """Another node's result of a step this run, or None."""
+        return run_record.result(run_record.read(self.folder, node), step)
+
+    def peers(self, nodes, step, said):
+        """{node: its result of `step`} for the server's nodes in this batch, each required (named when missing)."""
+        return run_record.peers(self.folder, nodes, step, said)
+
+    def keep(self, steps, result, drop=()):
+        """This host's record with the phase's result (and its run) kept under each of its steps' names, written for
+        its peers and later phases."""
+        record = self.mine
+        for step in (steps,) if isinstance(steps, str) else steps:
+            record = run_record.with_result(record, step, result, run=result.get("run"))
+        record["results"] = {name: kept for name, kept in record["results"].items() if name not in drop}
+        self.mine = record
+        run_record.write(self.folder, self.host, record)

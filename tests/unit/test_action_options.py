@@ -36,8 +36,11 @@ PLAY = """
      "sglang_proof (phase observe): unknown option 'recrod'; phase observe takes: record_path, service; requires: "
      "record_path, service"),
     ("sglang_rescue", "phase: look\n        service: s\n        url: http://127.0.0.1:1\n        api_keys: k",
-     "sglang_rescue (phase look): unknown option 'api_keys'; missing required arguments: files, store; phase look "
-     "takes: api_key, files, run, service, "),
+     "sglang_rescue (phase look): unknown option 'api_keys'; missing required arguments: failure, files, store; "
+     "phase look takes: api_key, failure, files, service, store, url; requires: failure, files, service, store, url"),
+    # what an earlier phase found is read from the run record, never passed: a task that passes the run is refused
+    ("sglang_deploy", "phase: verify\n        batch: [localhost]\n        run: {{changed_this_run: true}}",
+     "sglang_deploy (phase verify): unknown option 'run'; missing required arguments: context_target, host, "),
 ])
 def test_an_unknown_option_is_refused_by_name_before_the_action_runs(tmp_path, action, given, said):
     play = tmp_path / "play.yml"

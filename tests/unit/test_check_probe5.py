@@ -93,8 +93,8 @@ def test_a_health_check_path_sglang_router_can_append_passes(endpoint):
 # --- N-S5-7: the role's run facts from the inventory or -e ---
 
 @pytest.mark.parametrize("name, value", [
-    ("sglang_observed", {"proven": True}), ("sglang_proof_level", {"level": "check"}),
-    ("sglang_proof_record", {}), ("sglang_kv_plan_result", {"args": []}), ("sglang_deploy", {}),
+    ("sglang_smoke", {"level": "full"}), ("sglang_proof_level", {"level": "check"}),
+    ("sglang_proof_record", {}), ("sglang_kv_plan_result", {"args": []}), ("sglang_starts", 0),
 ])
 def test_a_run_fact_from_the_inventory_is_refused_as_the_role_s_own(name, value):
     found = check(server_vars={name: value})

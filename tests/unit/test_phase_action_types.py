@@ -12,7 +12,8 @@ import sys
 from unittest.mock import MagicMock
 
 import pytest
-from sglang_state import phase_action
+from ansible import constants as C
+from sglang_state import phase_action, run_record
 from test_phase_actions import ACTIONS, PHASE_FUNCTIONS, _action, _given, _run, _spec, _where
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -81,7 +82,7 @@ def test_probe6_d5_a_wrong_typed_value_is_refused_by_name_and_nothing_runs(calls
 def test_probe6_d5_the_rendered_files_are_typed_deep_in_the_phases_that_render(calls, phase, files, said):
     """The probe's case: files a string in render (a TypeError reported as the phase's defect) and in start (not
     refused: the phase restarted the unit)."""
-    result = _run(dict(_given(phase), files=files, run={}) if phase != "render" else dict(_given(phase), files=files))
+    result = _run(dict(_given(phase), files=files))
     _refused_before_anything_ran(result, phase, calls)
     assert said in result["msg"], result["msg"]
 
@@ -107,10 +108,7 @@ def test_probe6_d5_the_rendered_files_are_typed_deep_in_the_phases_that_render(c
                             "wait": {}}}, "'files' in 'restore' is a string, not a list"),
 ])
 def test_probe6_d5_a_value_ansible_cannot_convert_or_a_wrong_suboption_is_refused_by_name(calls, phase, given, said):
-    args = dict(_given(phase), **given)
-    if phase not in ("install", "render", "restore", "observe"):
-        args["run"] = {}
-    result = _run(args)
+    result = _run(dict(_given(phase), **given))
     _refused_before_anything_ran(result, phase, calls)
     assert said in result["msg"], result["msg"]
 
@@ -121,19 +119,18 @@ def test_probe6_d5_a_wrong_typed_value_in_common_is_refused_naming_common(calls,
     given = _given(phase)
     common = {key: given.pop(key) for key in list(given) if key in ACTIONS["sglang_deploy"].DEPLOY_COMMON}
     common.update(files=HOSTILE_PATH, multinode=["yes"])
-    result = _run(dict(given, common=common, **({} if phase == "render" else {"run": {}})))
+    result = _run(dict(given, common=common))
     _refused_before_anything_ran(result, phase, calls)
     assert "'files' in 'common' is a string, not a list" in result["msg"], result["msg"]
     if "multinode" in _spec(phase):
         assert "'multinode' in 'common' is a list, not a boolean" in result["msg"], result["msg"]
     # the task's own value goes over common's, and only its own is checked
-    result = _run(dict(given, common=dict(common, multinode=False), files=[], **(
-        {} if phase == "render" else {"run": {}})))
+    result = _run(dict(given, common=dict(common, multinode=False), files=[]))
     assert not result.get("failed"), result
 
 
 def test_probe6_d5_values_ansible_converts_reach_the_phase_converted_and_nothing_added(calls):
-    given = dict(_given("start"), run={}, multinode="yes", context_target="200000",
+    given = dict(_given("start"), multinode="yes", context_target="200000",
                  store={"dir": "/var/b", "keep": "5"}, wait={"url": "http://h", "timeout": "600"},
                  files=[{"src": "u.j2", "dest": "/etc/u", "mode": "0644"}])
     result = _run(given)
@@ -157,15 +154,17 @@ def test_probe6_d5_a_path_reaches_the_phase_as_written_and_none_stays_none(calls
 
 
 def test_probe6_d5_a_refusal_keeps_the_run_and_names_every_problem_at_once(calls):
-    run = {"changed_this_run": True, "run_backup": "b1"}
-    result = _run(dict(_given("verify"), run=run, host=["n0"], nodes="n0", wiat=3))
+    # the run as the phases before left it in this host's run record (lib/sglang_state/run_record.py)
+    run_record.write(run_record.folder_of(C.DEFAULT_LOCAL_TMP), "n0",
+                     {"run": {"changed_this_run": True, "run_backup": "b1"}, "results": {}})
+    result = _run(dict(_given("verify"), host=["n0"], batch="n0", wiat=3))
     _refused_before_anything_ran(result, "verify", calls)
-    assert "'host' is a list, not a string" in result["msg"] and "'nodes' is a string, not a mapping" in result["msg"]
+    assert "'host' is a list, not a string" in result["msg"] and "'batch' is a string, not a list" in result["msg"]
     assert result["run"]["run_backup"] == "b1" and result["run"]["changed_this_run"] is True
 
 
 def test_probe6_d5_the_secret_values_never_appear_in_a_refusal(calls):
-    result = _run(dict(_given("look"), run={}, api_key=["sk-very-secret"], store="sk-other-secret=1"))
+    result = _run(dict(_given("look"), api_key=["sk-very-secret"], store="sk-other-secret=1"))
     _refused_before_anything_ran(result, "look", calls)
     assert "'api_key' is a list, not a string" in result["msg"]
     assert "sk-very-secret" not in str(result) and "sk-other-secret" not in str(result)
@@ -222,9 +221,8 @@ def _playbook(tmp_path, action, given, extra=()):
 
 
 START = """phase: start
-run: {{}}
 files: {files}
-files_changed: true
+batch: [localhost]
 host: localhost
 multinode: false
 service: sglang-probe
@@ -244,7 +242,7 @@ def test_probe6_d5_start_with_files_of_the_wrong_type_refuses_through_ansible_pl
 
 
 def test_probe6_d5_decide_with_a_path_for_its_context_refuses_through_ansible_playbook(tmp_path):
-    given = "phase: decide\nrun: {}\nservice: sglang-probe\ncontext_target: \"%s\"" % HOSTILE_PATH
+    given = "phase: decide\nservice: sglang-probe\ncontext_target: \"%s\"" % HOSTILE_PATH
     rc, said = _playbook(tmp_path, "sglang_proof", given)
     assert rc != 0
     assert ("sglang_proof (phase decide): argument 'context_target' is of type str and we were unable to convert "

@@ -3,7 +3,10 @@ lib/sglang_state/phase_action.py): each phase takes the options it reads (the ac
 library/ documentation: the action's SPECS) and refuses any other, a missing required one and a wrong-typed value
 (tests/unit/test_phase_action_types.py) by name before anything runs; an error raised inside a phase whose options
 passed is the phase's defect (its traceback kept for -vvv), not the caller's mistake. Every call the role makes
-passes only what its phase takes, and each action's library/ file documents exactly its table."""
+passes only what its phase takes, and each action's library/ file documents exactly its table. What an earlier
+phase found (the run as it stands, the server's nodes' results) is no option: each phase reads it from this host's
+run record (lib/sglang_state/run_record.py; tests/conftest.py gives each test a folder of its own) and keeps its
+result there, failed or not."""
 
 import glob
 import importlib.util
@@ -14,7 +17,9 @@ from unittest.mock import MagicMock
 
 import pytest
 import yaml
+from ansible import constants as C
 from ansible.errors import AnsibleConnectionFailure
+from sglang_state import run_record
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -41,6 +46,21 @@ PHASE_FUNCTIONS = {
        for phase in ACTIONS["sglang_rescue"].PHASE_OPTIONS},
 }
 CHANGED_RUN = dict(deploy.transaction.new_run(), changed_this_run=True, run_backup="b1")
+
+
+def _seed(host="n0", run=CHANGED_RUN, **results):
+    """A host's run record as the phases before would have left it this run: the run as it stands, their results."""
+    run_record.write(run_record.folder_of(C.DEFAULT_LOCAL_TMP), host, {"run": run, "results": results})
+
+
+def _record(host="n0"):
+    return run_record.read(run_record.folder_of(C.DEFAULT_LOCAL_TMP), host)
+
+
+def _steps(phase):
+    """The names a phase's result is kept under in the record (a deploy phase's: its own, and the deploy's latest)."""
+    steps = _owner(phase).ActionModule.STEPS[phase]
+    return (steps,) if isinstance(steps, str) else steps
 
 
 def _owner(phase):
@@ -113,16 +133,17 @@ def _required(phase):
     return ", ".join(sorted(name for name, option in _spec(phase).items() if option.get("required")))
 
 
-def test_a_phase_that_begins_a_run_notes_when_and_the_others_carry_it(calls):
+def test_a_phase_that_begins_a_run_notes_when_and_the_others_carry_it_from_the_record(calls):
     before = time.time()
     render = _run(dict(_given("render")))
     assert before <= render["clock"]["start"] <= render["clock"]["end"] <= time.time()
-    (_phase, (_executor, _args, run)), = calls  # the run record the action gave the phase
+    (_phase, (_executor, _args, run)), = calls  # the run the action gave the phase
     assert before <= run["began"] <= time.time()
-    _run(dict(_given("start"), run=dict(CHANGED_RUN, began=1.5)))
-    assert calls[-1][1][2]["began"] == 1.5  # carried, not restarted
-    _run(dict(_given("decide"), run=CHANGED_RUN))
-    assert "began" not in calls[-1][1][2]  # a carried run without one gets none
+    _run(dict(_given("start")))
+    assert calls[-1][1][2]["began"] == run["began"]  # carried from this run's record, not restarted
+    assert "run" not in _spec("start")  # no phase takes the run as an option: the role hands nothing back
+    _run(dict(_given("restore")))
+    assert calls[-1][1][2]["began"] > run["began"]  # a restore begins a run of its own
 
 
 def test_the_actions_split_the_phases_and_each_phase_has_one_spec_of_what_it_takes():
@@ -140,23 +161,47 @@ def test_the_actions_split_the_phases_and_each_phase_has_one_spec_of_what_it_tak
                                          ("install", "kernel_wheel"), ("look", "api_keys")])
 def test_an_unknown_option_is_refused_by_name_and_nothing_runs(calls, phase, typo):
     """One phase of each action."""
-    result = _run(dict(_given(phase), run=CHANGED_RUN, **{typo: 1}) if phase != "install"
-                  else dict(_given(phase), **{typo: 1}))
+    _seed()  # the run as the phases before left it
+    result = _run(dict(_given(phase), **{typo: 1}))
     takes = ", ".join(sorted(_options(phase)))
     assert result["msg"] == "%s: unknown option '%s'; %s takes: %s; requires: %s" % (
         _where(phase), typo, "it" if phase == "install" else "phase " + phase, takes, _required(phase))
     assert result["failed"] and result["changed"] is False and calls == []
-    # the run the phase before left stays in the result: the role's rescue reads it
-    assert result["run"]["changed_this_run"] is (phase != "install"), result["run"]
+    # the run the phase before left stays in the result and in the record, the refusal beside it: the rescue reads
+    # them
+    assert result["run"] == CHANGED_RUN, result["run"]
+    kept = _record()
+    assert kept["run"] == CHANGED_RUN
+    assert all(kept["results"][step]["msg"] == result["msg"] for step in _steps(phase))
 
 
 def test_the_start_phase_lists_what_it_takes():
     result = _run(dict(_given("start"), recrod={}))
     assert result["msg"] == (
-        "sglang_deploy (phase start): unknown option 'recrod'; phase start takes: common, context_target, etc_dir, "
-        "etc_group, files, files_changed, host, multinode, nodes, order, rank0, record, run, server, service, "
-        "state_manifest, store, wait; requires: files, files_changed, host, multinode, service, state_manifest, "
-        "store, wait")
+        "sglang_deploy (phase start): unknown option 'recrod'; phase start takes: batch, common, context_target, "
+        "etc_dir, etc_group, files, host, multinode, order, rank0, server, service, state_manifest, store, wait; "
+        "requires: batch, files, host, multinode, service, state_manifest, store, wait")
+
+
+# What an earlier phase found, as the role passed it before the run record: each is now read from the record, and
+# a task that passes one is refused by name
+FOUND_BEFORE = [("start", "files_changed"), ("start", "nodes"), ("start", "record"), ("calibrate", "nodes"),
+                ("verify", "nodes"), ("decide", "record"), ("prove", "planned"), ("prove", "concurrent_requests"),
+                ("record", "planned"), ("record", "live"), ("record", "smoke"), ("rescue", "nodes"),
+                ("rescue", "failed_in"), ("end", "said"), ("end", "proved"), ("install", "proven")]
+
+
+@pytest.mark.parametrize("phase, option", FOUND_BEFORE + [(phase, "run") for phase in PHASE_FUNCTIONS],
+                         ids=["%s-%s" % case for case in FOUND_BEFORE + [(phase, "run") for phase in PHASE_FUNCTIONS]])
+def test_what_an_earlier_phase_found_is_no_option_and_is_refused_by_name(calls, phase, option):
+    _seed()
+    result = _run(dict(_given(phase), **{option: {}}))
+    assert result["msg"].startswith("%s: unknown option '%s'; " % (_where(phase), option)), result["msg"]
+    assert result["failed"] and calls == []
+    action = _owner(phase).ActionModule
+    # the run as it stands, kept in the refusal; a phase that begins a run or a record refuses with a new one
+    carried = phase not in action.BEGINS + action.FRESH
+    assert (result["run"] == CHANGED_RUN) is carried, result["run"]
 
 
 def test_an_unknown_key_in_common_and_common_where_none_is_taken_are_refused(calls):
@@ -164,7 +209,7 @@ def test_an_unknown_key_in_common_and_common_where_none_is_taken_are_refused(cal
     assert _run(render)["msg"].startswith("sglang_deploy (phase render): unknown option 'wiat' (in common); ")
     decide = dict(_given("decide"), common={"host": "n0"})
     assert _run(decide)["msg"].startswith("sglang_proof (phase decide): unknown option 'common'; phase decide "
-                                          "takes: asked, context_target, record, ")
+                                          "takes: asked, context_target, reprove_after_days, ")
     # a phase of another action is not this one's: named with the phases this action has
     assert _run(dict(_given("render"), phase="decide"), deploy)["msg"] == (
         "sglang_deploy: phase is 'decide', one of render, start, calibrate, verify, restore")
@@ -179,12 +224,12 @@ def test_an_unknown_key_in_common_and_common_where_none_is_taken_are_refused(cal
 
 
 def test_a_missing_required_option_is_named_whether_own_or_from_common(calls):
+    _seed()
     common = {name: valid(_spec("start")[name]) for name in deploy.DEPLOY_COMMON if name != "wait"}
-    result = _run({"phase": "start", "common": common, "files_changed": False, "run": CHANGED_RUN})
+    result = _run({"phase": "start", "common": common})
     assert result["msg"].startswith("sglang_deploy (phase start): missing required arguments: wait; phase start "
-                                    "takes: common, ")
-    assert result["msg"].endswith("; requires: files, files_changed, host, multinode, service, state_manifest, "
-                                  "store, wait")
+                                    "takes: batch, common, ")
+    assert result["msg"].endswith("; requires: batch, files, host, multinode, service, state_manifest, store, wait")
     assert result["failed"] and result["changed"] is False and result["run"]["run_backup"] == "b1"
     result = _run(_given("prove", leave_out=("limit", "smoke")))
     assert result["msg"].startswith("sglang_proof (phase prove): missing required arguments: limit, smoke; ")
@@ -196,12 +241,18 @@ def test_a_missing_required_option_is_named_whether_own_or_from_common(calls):
     assert calls == []
 
 
-def test_common_merges_under_the_tasks_own_and_each_phase_gets_only_its_arguments(calls):
-    common = {name: valid(_spec("start")[name]) for name in deploy.DEPLOY_COMMON}
-    result = _run({"phase": "start", "common": common, "files_changed": True, "host": "own", "run": CHANGED_RUN})
+def test_common_merges_under_the_tasks_own_and_each_phase_gets_only_its_arguments_and_the_records(calls):
+    common = dict({name: valid(_spec("start")[name]) for name in deploy.DEPLOY_COMMON}, batch=["n0", "n1"])
+    rendered = {"phase": "render", "changed": True, "files_changed": True}
+    _seed("n0", observe={"phase": "observe", "record": {"proven_at": 7}}, render=rendered)
+    _seed("n1", render=dict(rendered, files_changed=False))
+    result = _run({"phase": "start", "common": common, "host": "own"})
     assert not result.get("failed"), result
     (phase, (_executor, args, run)), = calls
-    assert phase == "start" and args == dict(common, files_changed=True, host="own") and run == CHANGED_RUN
+    # its own render's files_changed, the first look's record, and each node's render in the batch
+    assert phase == "start" and args == dict(common, host="own", files_changed=True, record={"proven_at": 7},
+                                             nodes={"n0": rendered, "n1": dict(rendered, files_changed=False)})
+    assert run == CHANGED_RUN
 
 
 def test_calibrate_gets_a_replan_of_its_plan_inputs_and_a_part_missing_is_the_tasks_mistake(calls):
@@ -215,13 +266,25 @@ def test_calibrate_gets_a_replan_of_its_plan_inputs_and_a_part_missing_is_the_ta
                                     "in plan_inputs; "), result
 
 
-def test_a_common_or_run_that_is_not_a_mapping_is_said(calls):
+def test_a_common_that_is_not_a_mapping_is_said(calls):
     result = _run(dict(_given("verify"), common="host=n0"))  # Ansible would read it as {host: n0}: refused
     assert result["failed"] and calls == []
     assert result["msg"].startswith("sglang_deploy (phase verify): 'common' is a string, not a mapping; "), result
-    result = _run(dict(_given("verify"), run=["changed_this_run"]))
-    assert result["msg"].startswith("sglang_deploy (phase verify): 'run' is a list, not a mapping; "), result
     assert result["run"] == deploy.transaction.new_run() and calls == []
+
+
+@pytest.mark.parametrize("written, said", [("[1]", "is not a mapping"), ("{not json", "is not JSON")])
+def test_a_record_this_run_did_not_write_is_said_with_its_path_and_left_as_it_is(calls, written, said):
+    folder = run_record.folder_of(C.DEFAULT_LOCAL_TMP)
+    os.makedirs(folder)
+    path = os.path.join(folder, "n0.json")
+    with open(path, "w", encoding="utf-8") as handle:
+        handle.write(written)
+    result = _run(dict(_given("verify")))
+    assert result["failed"] and calls == []
+    assert result["msg"].startswith("sglang_deploy: the run record %s %s" % (path, said)), result["msg"]
+    with open(path, encoding="utf-8") as handle:
+        assert handle.read() == written
 
 
 @pytest.mark.parametrize("phase", ["verify", "rescue"])
@@ -231,12 +294,14 @@ def test_an_error_inside_a_phase_is_its_defect_with_the_traceback(monkeypatch, p
 
     _action_name, module, name = PHASE_FUNCTIONS[phase]
     monkeypatch.setattr(module, name, broken)
-    result = _run(dict(_given(phase), run=CHANGED_RUN))
+    _seed()
+    result = _run(dict(_given(phase)))
     assert result["msg"] == ("%s: a defect in this phase, not in the task's arguments: "
                              "KeyError: 'y'; run with -vvv for the traceback" % _where(phase))
     assert result["exception"].startswith("Traceback (most recent call last):")
     assert "in broken" in result["exception"] and result["exception"].rstrip().endswith("KeyError: 'y'")
     assert result["failed"] and result["changed"] is True and result["run"] == CHANGED_RUN
+    assert all(_record()["results"][step]["msg"] == result["msg"] for step in _steps(phase))
 
 
 def test_a_phase_failure_is_its_sentence_and_an_ansible_error_is_ansibles(monkeypatch):
@@ -244,8 +309,9 @@ def test_a_phase_failure_is_its_sentence_and_an_ansible_error_is_ansibles(monkey
         raise deploy.transaction.PhaseFailed("SGLang did not answer /health_generate within 600 s")
 
     monkeypatch.setattr(deploy.transaction, "verify", failing)
+    _seed()
     before = time.time()
-    result = _run(dict(_given("verify"), run=CHANGED_RUN))
+    result = _run(dict(_given("verify")))
     span = result.pop("clock")  # every result carries its span on the controller's clock (the day-1 clock reads it)
     assert before <= span["start"] <= span["end"] <= time.time()
     assert result == {"phase": "verify", "failed": True, "changed": True, "run": CHANGED_RUN,
@@ -256,7 +322,128 @@ def test_a_phase_failure_is_its_sentence_and_an_ansible_error_is_ansibles(monkey
 
     monkeypatch.setattr(deploy.transaction, "verify", unreachable)
     with pytest.raises(AnsibleConnectionFailure):  # Ansible marks the host unreachable, as before
-        _run(dict(_given("verify"), run=CHANGED_RUN))
+        _run(dict(_given("verify")))
+
+
+# Each phase that reads its peers' results of the step before it: (phase, that step, what the refusal calls it)
+PEER_READERS = [("start", "render", "the deploy's render phase"),
+                ("calibrate", "start", "the deploy's start phase"),
+                ("verify", "calibrate", "the deploy's calibrate phase"),
+                ("prove", "decide", "the proof's decision"), ("record", "decide", "the proof's decision"),
+                ("rescue", "look", "the look of the rescue")]
+
+
+@pytest.mark.parametrize("phase, step, said", PEER_READERS, ids=[case[0] for case in PEER_READERS])
+def test_a_phase_whose_peer_has_no_result_of_the_step_before_is_refused_naming_it(calls, phase, step, said):
+    _seed("n0", **{step: {"phase": step, "changed": False}})
+    _seed("n1", run=deploy.transaction.new_run(), observe={"phase": "observe"})  # its step failed or was skipped
+    # n2 has no record at all this run (unreachable, or left out by --limit)
+    result = _run(dict(_given(phase), batch=["n0", "n1", "n2"]))
+    assert result["msg"].startswith(
+        "%s: the nodes of a server move in step, and n1, n2 have no %s: %s did not run there (" % (
+            _where(phase), step, said)), result["msg"]
+    assert "Run again with every node of the server in the play" in result["msg"]
+    assert result["failed"] and result["changed"] is False and calls == []  # nothing ran
+    assert result["run"] == CHANGED_RUN  # the run as it stands: the rescue reads it
+    # one peer missing is named alone
+    _seed("n2", observe={"phase": "observe"}, **{step: {"phase": step}})
+    assert "and n1 has no %s: " % step in _run(dict(_given(phase), batch=["n0", "n1", "n2"]))["msg"]
+    assert calls == []
+
+
+def test_a_failed_phase_keeps_its_result_and_run_in_the_record_and_the_rescue_reads_them(calls, monkeypatch):
+    def start_that_changed_the_host_then_failed(_executor, _args, run):
+        run.update(changed_this_run=True, run_backup="b2", starts=1)
+        raise deploy.transaction.PhaseFailed("sglang-main did not answer /health_generate within 600 s")
+
+    monkeypatch.setattr(deploy.transaction, "start", start_that_changed_the_host_then_failed)
+    _run(_given("render"))  # the run begins
+    result = _run(dict(_given("start"), batch=["n0"]))
+    assert result["failed"] and result["msg"] == "sglang-main did not answer /health_generate within 600 s"
+    kept = _record()
+    assert kept["run"]["run_backup"] == "b2" and kept["run"]["changed_this_run"] is True
+    assert kept["results"]["deploy"]["failed"] and kept["results"]["deploy"]["phase"] == "start"
+    # the rescue's look runs: this run changed the host (the failed start's run, read from the record)
+    failure = "sglang_deploy (phase start): " + result["msg"]
+    look = _run(dict(_given("look"), failure=failure))
+    assert not look.get("failed"), look
+    assert calls[-1][0] == "look" and calls[-1][1][2]["run_backup"] == "b2"
+    rescue = _run(dict(_given("rescue"), batch=["n0"], failure=failure))
+    assert not rescue.get("failed"), rescue
+    phase, (_executor, args, run) = calls[-1]
+    assert phase == "rescue" and run["run_backup"] == "b2" and run["starts"] == 1
+    assert args["nodes"]["n0"]["phase"] == "look"  # its own look, read as its peers read it
+    assert args["failed_in"] == ""  # the deploy failed: not a failed proof after a verified deploy
+
+
+@pytest.mark.parametrize("deployed, failed_in", [({"phase": "verify", "changed": True}, "proof"),
+                                                 ({"phase": "verify", "failed": True}, ""),
+                                                 ({"phase": "calibrate", "failed": True}, ""), (None, "")])
+def test_the_rescue_reads_where_the_run_failed_from_the_deploys_last_result(calls, deployed, failed_in):
+    _seed("n0", look={"phase": "look"}, **({"deploy": deployed} if deployed else {}))
+    assert not _run(dict(_given("rescue"), batch=["n0"])).get("failed")
+    assert calls[-1][1][1]["failed_in"] == failed_in
+
+
+def test_the_look_fails_with_the_failure_at_once_when_the_run_changed_nothing(calls):
+    _run(_given("render"))  # the run began, and nothing it did changed the host
+    result = _run(dict(_given("look"), failure="sglang_deploy (phase render): the plan does not fit"))
+    assert result["failed"] and result["msg"] == "sglang_deploy (phase render): the plan does not fit"
+    assert result["changed"] is False and [phase for phase, _args in calls] == ["render"]  # the look ran nothing
+
+
+def test_the_rescue_drops_the_proof_before_it_and_end_reads_the_restored_states(calls, monkeypatch):
+    rescue = ACTIONS["sglang_rescue"].transaction_rescue
+    said = {"decided": {"action": "restore", "target": "e1"}, "facts": {"service": "s"}}
+
+    def restored(_executor, _args, run):
+        calls.append(("rescue", (_executor, _args, run)))
+        return {"phase": "rescue", "changed": True, "run": run, "said": said,
+                "proof": {"planned": {"level": "check"}, "smoke": {"context": 4096}}}
+
+    monkeypatch.setattr(rescue, "rescue", restored)
+    # the proof that failed (rank 0's), before the rescue
+    _seed("n0", look={"phase": "look"}, prove={"phase": "prove", "failed": True, "smoke": {"passed": False}})
+    assert not _run(dict(_given("rescue"), batch=["n0"])).get("failed")
+    assert "prove" not in _record()["results"]
+    _run(dict(_given("end"), rank0="n0"))
+    phase, (_executor, args, _run_record) = calls[-1]
+    assert phase == "end" and args["said"] == said and args["proved"] is None  # no proof of the restored state yet
+    # the restored state's proof: at the level the rescue planned, then read by end
+    _run(dict(_given("prove"), batch=["n0"]))
+    phase, (_executor, args, _run_record) = calls[-1]
+    assert phase == "prove" and args["planned"] == {"level": "check"}
+    _run(dict(_given("end"), rank0="n0"))
+    assert calls[-1][1][1]["proved"]["phase"] == "prove" and not calls[-1][1][1]["proved"].get("failed")
+
+
+def test_a_phase_that_begins_a_run_reads_nothing_of_an_earlier_run_but_the_first_look(calls):
+    """The role run twice on a host in one ansible-playbook run: the second pass's render begins a run of its own."""
+    earlier = {"observe": {"phase": "observe", "record": {"proven_at": 7}},
+               "deploy": {"phase": "verify", "changed": True, "files_changed": True, "run": CHANGED_RUN},
+               "decide": {"phase": "decide", "own": {"level": "full"}}, "prove": {"phase": "prove"},
+               "record": {"phase": "record"}, "look": {"phase": "look"}, "rescue": {"phase": "rescue"}}
+    _seed("n0", **earlier)
+    before = time.time()
+    _run(_given("render"))
+    (_phase, (_executor, _args, run)), = calls
+    assert run == dict(deploy.transaction.new_run(), began=run["began"]) and run["began"] >= before
+    kept = _record()
+    assert set(kept["results"]) == {"observe", "render", "deploy"} and kept["results"]["deploy"]["phase"] == "render"
+    assert kept["run"] == {"began": run["began"]}
+    # start reads this run's render and the first look, never the earlier run's
+    _run(dict(_given("start"), batch=["n0"]))
+    phase, (_executor, args, run) = calls[-1]
+    assert phase == "start" and args["files_changed"] is False and args["record"] == {"proven_at": 7}
+    assert args["nodes"]["n0"]["phase"] == "render" and run["changed_this_run"] is False
+    # the earlier run's decision is gone: a proof now is refused, naming the node, and does not run
+    result = _run(dict(_given("prove"), batch=["n0"]))
+    assert "and n0 has no decide: the proof's decision did not run there" in result["msg"], result["msg"]
+    assert [phase for phase, _args in calls] == ["render", "start"]
+    # a first look begins a record of its own: nothing of the run before it is kept
+    _run(_given("observe"))
+    assert calls[-1][0] == "observe"
+    assert set(_record()["results"]) == {"observe"} and "run" not in _record()
 
 
 # The role's calls: every YAML task whose module is one of the phase actions
@@ -339,3 +526,10 @@ def test_the_documentation_holds_exactly_the_options_the_phases_take(name):
     if len(table) > 1:
         assert documented["options"]["phase"]["choices"] == list(table)
     assert any("refuses any other" in line for line in documented["description"])
+
+
+@pytest.mark.parametrize("phase", [["render"], {"render": 1}, None])
+def test_a_phase_that_is_not_a_name_is_refused_by_name_and_nothing_is_kept(calls, phase):
+    result = _action(deploy, {"phase": phase}).run(task_vars={"inventory_hostname": "n0", "hostvars": {}})
+    assert result["failed"] and result["msg"].startswith("sglang_deploy: phase is ") and calls == []
+    assert _record() == {}

@@ -1,6 +1,7 @@
 """The day-1 clock (lib/sglang_report/clock.py): the marks the role sets, the report's section, the summary's line,
 the HTML table, and clocks of the wrong shape named rather than fatal."""
 
+import importlib.util
 import os
 import sys
 
@@ -190,10 +191,15 @@ def test_a_phase_begun_and_not_passed_has_no_end_and_one_not_reached_no_entry():
 def test_the_spans_make_the_same_section_as_the_marks_did():
     marks = run_clock()
     driver_cuda_download = {key: marks[key] for key in ("driver", "cuda", "download", "fetch")}
-    from sglang_clock import FilterModule
-
-    results = FilterModule().filters()["sglang_clock_results"]
-    got = results(driver_cuda_download, _result("install", T0 + 160, T0 + 222, action="build", builder="uv"),
-                  _result("verify", T0 + 400, T0 + 405, run={"began": T0 + 335, "restarted_this_run": True}),
-                  _result("decide", T0 + 405, T0 + 406), _result("record", T0 + 420, T0 + 425, level={"level": "full"}))
+    # the report's action reads the spans from this run's record (lib/sglang_state/run_record.py)
+    spec = importlib.util.spec_from_file_location("report_action", os.path.join(REPO, "action_plugins",
+                                                                                "sglang_run_report.py"))
+    action = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(action)
+    record = {"results": {
+        "install": _result("install", T0 + 160, T0 + 222, action="build", builder="uv"),
+        "deploy": _result("verify", T0 + 400, T0 + 405, run={"began": T0 + 335, "restarted_this_run": True}),
+        "decide": _result("decide", T0 + 405, T0 + 406),
+        "record": _result("record", T0 + 420, T0 + 425, level={"level": "full"})}}
+    got = action.with_run_clock(driver_cuda_download, record)
     assert clock.section(got) == clock.section(marks)

@@ -168,13 +168,13 @@ def test_probe6_day2_rescue_yml_proves_the_restore_between_the_rescue_and_the_en
     assert [(module, task[module]["phase"]) for module, task in steps] == [
         ("sglang_rescue", "look"), ("sglang_rescue", "rescue"), ("sglang_proof", "prove"), ("sglang_rescue", "end")]
     rescue, prove, end = (task for _, task in steps[1:])
-    assert rescue["register"] == "_sglang_rescue_done" == end["register"]  # routers_back.yml reads the end's run
-    assert prove["sglang_proof"]["planned"] == "{{ _sglang_rescue_done.proof.planned }}"
-    assert "_sglang_rescue_done.proof.smoke" in prove["sglang_proof"]["smoke"]
-    assert prove["register"] == "_sglang_rescue_proof" and prove["failed_when"] is False
-    assert end["sglang_rescue"]["proved"] == "{{ hostvars[_sglang_rank0]._sglang_rescue_proof | default(none) }}"
-    assert end["sglang_rescue"]["said"] == "{{ _sglang_rescue_done.said }}"
-    # the key the restored state serves with, from its own config, read without logging it
-    (key,) = [task for task in tasks if "ansible.builtin.slurp" in task]
-    assert key["no_log"] is True and key["ansible.builtin.slurp"]["src"] == "{{ _sglang_config_path }}"
-    assert "'api_key': _restored_key" in prove["sglang_proof"]["smoke"] and "api-key" in prove["vars"]["_restored_key"]
+    # what the rescue decided, the restored entry's proof and rank 0's result are read from this run's record by the
+    # actions (tests/unit/test_rescue_proof_play.py runs these tasks): the role hands none of them on
+    assert end["register"] == "_sglang_rescue_end"  # routers_back.yml reads the end's run
+    assert prove["failed_when"] is False and "register" not in rescue
+    assert set(prove["sglang_proof"]) == {"phase", "on_rank0", "batch", "smoke", "config_path", "progress_file",
+                                          "limit"}
+    assert set(end["sglang_rescue"]) == {"phase", "rank0", "store", "files", "api_key"}
+    # the key the restored state serves with is read from its own config by the proof (config_path)
+    assert prove["sglang_proof"]["config_path"] == "{{ _sglang_config_path }}"
+    assert not [task for task in tasks if "ansible.builtin.slurp" in task]

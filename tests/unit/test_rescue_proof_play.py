@@ -1,6 +1,7 @@
 """rescue.yml's proof of a restored state and its end phase, run by ansible-playbook on localhost: the two tasks
 taken verbatim from roles/sglang/tasks/rescue.yml, with the role's defaults and vars, after a rescue phase that
-restored an entry (its result as transaction_rescue.rescue returns it). The SGLang double serving that entry passes
+restored an entry (its result as transaction_rescue.rescue returns it, put in the run record by a test double,
+tests/unit/run_record_seed/). The SGLang double serving that entry passes
 the check and the store records it (the entry's proof time moves); nothing answering fails it, and the run's message
 says the restored state did not prove."""
 
@@ -27,11 +28,10 @@ ENTRY = {"name": "20261201T090000000000Z", "context_target": 200_000, "current":
 
 
 def _rescue_tasks():
-    """rescue.yml's tasks after the rescue phase: the restored key read, the proof, the end."""
+    """rescue.yml's tasks after the rescue phase: the proof (which reads the restored key itself), the end."""
     with open(os.path.join(REPO, "roles/sglang/tasks/rescue.yml")) as handle:
         tasks = yaml.safe_load(handle)
-    return [task for task in tasks if "ansible.builtin.slurp" in task
-            or (task.get("sglang_proof") or {}).get("phase") == "prove"
+    return [task for task in tasks if (task.get("sglang_proof") or {}).get("phase") == "prove"
             or (task.get("sglang_rescue") or {}).get("phase") == "end"]
 
 
@@ -52,7 +52,7 @@ def _play(tmp_path, port, rescue_done, api_key=KEY, restored_key=KEY):
     overrides = {  # what main.yml and the inventory give
         "sglang_port": port, "sglang_host": "127.0.0.1", "sglang_api_key": api_key, "sglang_ready_timeout": 0,
         "sglang_smoke_timeout": 30, "_sglang_node_rank": 0, "_sglang_rank0": "localhost",
-        "sglang_backup_dir": str(tmp_path / "backups"), "_sglang_rescue_done": rescue_done,
+        "sglang_backup_dir": str(tmp_path / "backups"),
         "_sglang_files": [{"dest": str(tmp_path / "etc" / "sglang.service")}],
         "_sglang_config_path": str(tmp_path / "sglang.yaml"),
     }
@@ -61,10 +61,15 @@ def _play(tmp_path, port, rescue_done, api_key=KEY, restored_key=KEY):
              "gather_facts": False,
              "vars_files": [os.path.join(REPO, "roles/sglang/defaults/main.yml"),
                             os.path.join(REPO, "roles/sglang/vars/main.yml"), str(tmp_path / "overrides.yml")],
-             "tasks": _rescue_tasks()}]
+             # the run record as the rescue phase leaves it (its restore, and the proof before it dropped)
+             "tasks": [{"sglang_seed_run_record": {"record": {"run": rescue_done["run"],
+                                                              "results": {"rescue": rescue_done}}}}]
+             + _rescue_tasks()}]
     assert len(play[0]["tasks"]) == 3
     (tmp_path / "play.yml").write_text(yaml.safe_dump(play))
-    env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(REPO, "ansible.cfg"), ANSIBLE_NOCOLOR="1")
+    env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(REPO, "ansible.cfg"), ANSIBLE_NOCOLOR="1",
+               ANSIBLE_ACTION_PLUGINS=os.pathsep.join([os.path.join(REPO, "action_plugins"),
+                                                       os.path.join(REPO, "tests/unit/run_record_seed")]))
     result = subprocess.run([os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), "-v",
                              str(tmp_path / "play.yml")], cwd=REPO, env=env, capture_output=True, text=True,
                             timeout=240)

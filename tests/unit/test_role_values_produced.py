@@ -119,8 +119,8 @@ def test_every_private_value_the_role_reads_is_produced_in_the_role():
     assert not missing(), "read but produced nowhere (renamed or dropped?): %s" % missing()
 
 
-@pytest.mark.parametrize("name", ["_sglang_calibration_in_use", "_sglang_calibration_key", "_sglang_proof_ran",
-                                  "_sglang_deploy_nodes", "_sglang_checkpoints"])
+@pytest.mark.parametrize("name", ["_sglang_calibration_in_use", "_sglang_calibration_key", "_sglang_proof_recorded",
+                                  "_sglang_verified", "_sglang_checkpoints"])
 def test_the_values_gathered_from_peers_or_passed_to_decisions_are_read_and_produced(name):
     # The inputs the deploy, proof and plan decisions take from the YAML: each is produced and read, so the
     # check above covers a rename of any of them.
@@ -129,8 +129,8 @@ def test_the_values_gathered_from_peers_or_passed_to_decisions_are_read_and_prod
 
 @pytest.mark.parametrize(("path", "old", "new"), [
     ("tasks/model.yml", "    _sglang_calibration_key:", "    _sglang_cal_key:"),
-    ("tasks/prove.yml", "register: _sglang_proof_ran", "register: _sglang_proof_result"),
-    ("tasks/main.yml", "register: sglang_observed", "register: sglang_observation")])
+    ("tasks/prove.yml", "register: _sglang_proof_recorded", "register: _sglang_proof_result"),
+    ("tasks/rescue.yml", "register: _sglang_rescue_end", "register: _sglang_rescue_ended")])
 def test_a_renamed_register_or_fact_is_caught(tmp_path, path, old, new):
     # The review's mutation: rename what a task file produces, leave its readers. On a copy of the role.
     role = tmp_path / "sglang"
@@ -141,15 +141,17 @@ def test_a_renamed_register_or_fact_is_caught(tmp_path, path, old, new):
     assert old.split()[-1].rstrip(":") in missing(str(role))
 
 
-def test_every_deploy_phase_registers_the_result_the_next_one_reads():
-    """The deploy transaction's phases hand on their result as sglang_deploy (its `run`, and every node's through
-    _sglang_deploy_nodes): a phase that registered another name would leave the next one reading the phase before."""
-    with open(os.path.join(ROLE, "tasks", "deploy.yml"), encoding="utf-8") as handle:
-        tasks = yaml.safe_load(handle)
-    phases = [task for task in tasks if "sglang_deploy" in task]
-    assert [task["sglang_deploy"]["phase"] for task in phases] == ["render", "start", "calibrate", "verify"]
-    assert all(task.get("register") == "sglang_deploy" for task in phases)
-    assert all(task["sglang_deploy"]["run"] == "{{ sglang_deploy.run }}" for task in phases[1:])
+def test_no_phase_is_handed_what_an_earlier_one_found():
+    """The phase actions read what an earlier phase found from this run's record (lib/sglang_state/run_record.py):
+    no task passes a `run`, and none reads a peer's result through hostvars."""
+    for path in _yaml_files(os.path.join(ROLE, "tasks"), os.path.join(ROLE, "vars")):
+        with open(path, encoding="utf-8") as handle:
+            text = handle.read()
+        tasks = yaml.safe_load(text) or []
+        for task in tasks if isinstance(tasks, list) else []:
+            for action in ("sglang_deploy", "sglang_proof", "sglang_rescue", "sglang_runtime_install"):
+                assert "run" not in (task.get(action) or {}), (path, task.get("name"))
+        assert "sglang_peers_results" not in text and "hostvars[_sglang_rank0]._" not in text, path
 
 
 def test_no_python_names_a_role_private_value():

@@ -322,7 +322,7 @@ def test_a_crash_looped_unit_is_reset_and_restarted_even_when_nothing_changed():
 
 
 # A server across nodes: a and b, rank 0 is a. Each phase runs on both before the next; the nodes' results come in
-# as one dict, as _sglang_deploy_nodes gathers them.
+# as one dict, as the action reads them from the run record.
 def test_a_node_that_changed_nothing_restarts_with_the_peer_that_changed():
     plan = plan_for(KIMI)["plan"]
     files = {f["dest"]: "%s %s" % (f["src"], " ".join(plan["args"])) for f in FILES}
