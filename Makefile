@@ -69,6 +69,8 @@ prometheus:
 	tests/integration/install_prometheus.sh
 
 # Two workers (the machines this runs on have 2 cores); a file's tests stay together (shared servers, ports).
+# Every benchmark runs here once in a cheap form, and once failing (tests/unit/test_benchmarks_{cheap,fail_loudly}.py:
+# about 30 s of the two workers' wall time), so a change of the inventory layout cannot break one unseen.
 PYTEST_WORKERS ?= 2
 unit: venv chromium prometheus
 	pytest -n $(PYTEST_WORKERS) --dist loadfile

@@ -4,7 +4,7 @@
 Not a test: a measurement (issue 18). It needs the molecule default instance converged (`make demo` leaves it so),
 and holds nothing itself; run the whole sequence under the shared lock:
 
-    flock /tmp/molecule.lock bash -c 'molecule converge -s default && tests/benchmarks/bench_rerun.py \
+    flock /tmp/molecule.lock bash -c 'molecule converge -s default && .venv/bin/python tests/benchmarks/bench_rerun.py \
         && molecule destroy -s default'
 
 It runs site.yml against the container through the docker connection, with the repository's inventory layout
