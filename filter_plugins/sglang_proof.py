@@ -1,5 +1,9 @@
 """Ansible filter over lib/sglang_state/ (plain Python, tested without Ansible).
 
+  {{ _sglang_batch_nodes | sglang_run_results('render') }}
+      {node: its result of the step} from this ansible-playbook run's records (run_record.py), for the nodes of a
+      server in this batch; a node without one is refused, named (the drain before a restart reads the renders)
+
   {{ nodes | sglang_nodes_refusals(server, inventory_hostname, ansible_play_batch, versions, checkpoints) }}
       a server across nodes before anything restarts: every node in this batch, the same code and weights on each
 """
@@ -10,9 +14,21 @@ import sys
 # Ansible loads filter plugins by path, not as a package: the decisions live in lib/, put on the path here.
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.realpath(__file__)), os.pardir, "lib"))
 
+from ansible import constants as C  # noqa: E402
+from ansible.errors import AnsibleFilterError  # noqa: E402
+from sglang_state import run_record  # noqa: E402
 from sglang_state.nodes import nodes_refusals  # noqa: E402
+
+
+def run_results(nodes, step):
+    """The nodes' results of a step, from the records of this run (Ansible's local temporary folder of the run)."""
+    try:
+        return run_record.peers(run_record.folder_of(C.DEFAULT_LOCAL_TMP), list(nodes or []), step,
+                                "the step %s" % step)
+    except (ValueError, run_record.RecordError) as error:
+        raise AnsibleFilterError(str(error)) from None
 
 
 class FilterModule:
     def filters(self):
-        return {"sglang_nodes_refusals": nodes_refusals}
+        return {"sglang_nodes_refusals": nodes_refusals, "sglang_run_results": run_results}
