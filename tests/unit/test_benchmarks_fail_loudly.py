@@ -5,6 +5,7 @@ measures (a refused input, a request past its timeout, a proof the server cannot
 there), and the decisions bench_rerun takes on a finished run."""
 
 import importlib.util
+import json
 import os
 import subprocess
 import sys
@@ -100,6 +101,27 @@ def test_rerun_accepts_a_run_with_every_figure():
     bench = load("bench_rerun")
     assert bench.failure(*(RUN_OK[k] for k in ("rc", "changed", "rows", "before", "after", "report", "output"))) \
         is None
+
+
+def test_rerun_prints_its_figures_for_a_run_that_measured(monkeypatch, capsys):
+    # the printing path, with ansible-playbook, the counter and the report replaced (no instance here)
+    bench = load("bench_rerun")
+    counter = iter([1000, 1054])
+    monkeypatch.setattr(bench, "prompt_tokens_total", lambda instance, port: next(counter))
+    monkeypatch.setattr(bench, "last_report", lambda instance, since: {"proof": {"level": "check",
+                                                                                "level_reason": "nothing changed"}})
+
+    def playbook(argv, env, **_):
+        with open(env["BENCH_TIMER_OUT"], "w", encoding="utf-8") as handle:
+            json.dump([{"task": "Gathering Facts", "file": "site.yml", "seconds": 1.5},
+                       {"task": "Prove", "file": "roles/sglang/tasks/prove.yml", "seconds": 2.0}], handle)
+        return subprocess.CompletedProcess(argv, 0, "ct200-sim : ok=91 changed=0 unreachable=0 failed=0\n", "")
+
+    monkeypatch.setattr(bench.subprocess, "run", playbook)
+    assert bench.main([]) == 0
+    out = capsys.readouterr().out
+    assert "rc 0, changed=0, 2 tasks" in out and "prompt tokens the server received: 54" in out
+    assert "proof level: check (nothing changed)" in out and "2.0  roles/sglang/tasks/prove.yml" in out
 
 
 def test_rerun_reads_the_recap_of_its_instance_only():
