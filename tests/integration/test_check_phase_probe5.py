@@ -95,7 +95,7 @@ def test_a_run_fact_the_role_set_itself_passes_its_check():
 
 
 @pytest.mark.parametrize("args, name", [
-    (["-e", json.dumps({"sglang_observed": {"proven": True}})], "sglang_observed"),
+    (["-e", json.dumps({"sglang_proof_record": {"proven_at": 1}})], "sglang_proof_record"),
     # -e over a fact the role has set: extra vars beat set_fact, so the role would use the outside value
     (["-e", json.dumps({"sglang_kv_plan_result": {"args": ["--port", "1"]}})], "sglang_kv_plan_result"),
     (["-e", "play_vars_hosts=localhost"], "sglang_proof_record"),

@@ -171,19 +171,22 @@ def run_proof(tmp_path, url, **overrides):
     host, port = url.rsplit("//", 1)[1].split(":")
     play_vars = dict(defaults, _sglang_local_address=host, sglang_port=int(port), sglang_api_key="",
                      sglang_ready_timeout=60, sglang_smoke_timeout=60, **overrides)
-    # the full proof, as this node's decision registers it after a change (prove.yml's first task): a host's
-    # register, which its peers gather from hostvars (a play var is not in hostvars)
-    decided = {"name": "This node's decision", "ansible.builtin.set_fact": {
-        "sglang_proof_plan": {"own": {"level": "full", "reason": "this run changed the files"}}}}
+    # the full proof, as this node's decision keeps it in the run record after a change (prove.yml's first task),
+    # put there by a test double's action (tests/unit/run_record_seed/): the prove phase reads it from the record
+    decided = {"name": "This node's decision", "sglang_seed_run_record": {"record": {"results": {
+        "decide": {"own": {"level": "full", "reason": "this run changed the files"}}}}}}
+    prove = dict(prove_task(), register="_sglang_proof_ran")  # the role registers none: the record keeps it
     play = [{"name": "The proof as prove.yml runs it", "hosts": "localhost", "connection": "local",
              "gather_facts": False, "vars": play_vars,
-             "tasks": [decided, prove_task(),
+             "tasks": [decided, prove,
                        {"name": "Keep the evidence", "changed_when": False,
                         "ansible.builtin.copy": {"content": "{{ _sglang_proof_ran.smoke | to_json }}",
                                                  "dest": str(tmp_path / "evidence.json")}}]}]
     path = tmp_path / "proof.yml"
     path.write_text(yaml.safe_dump(play, sort_keys=False))
-    env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(REPO, "ansible.cfg"), ANSIBLE_NOCOLOR="1")
+    env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(REPO, "ansible.cfg"), ANSIBLE_NOCOLOR="1",
+               ANSIBLE_ACTION_PLUGINS=os.pathsep.join([os.path.join(REPO, "action_plugins"),
+                                                       os.path.join(REPO, "tests/unit/run_record_seed")]))
     # The progress file under tmp_path, not /run (extra vars outrank the role's vars).
     return subprocess.run([os.path.join(BIN, "ansible-playbook"), str(path), "-e",
                            "_sglang_smoke_progress=%s" % (tmp_path / "progress.json")],

@@ -18,7 +18,7 @@ import yaml
 
 ROOT = os.path.join(os.path.dirname(__file__), os.pardir, os.pardir)
 ROLE = os.path.join(ROOT, "roles", "sglang")
-# The role's public registers and facts (vars/main.yml's sglang_run_facts: sglang_observed, sglang_deploy, ...):
+# The role's public registers and facts (vars/main.yml's sglang_run_facts: sglang_boot, sglang_smoke, ...):
 # their readers take `| default(...)` too, so a renamed one would be read as its default on every run (a re-run
 # would prove in full instead of checking, and only the slowest scenario would notice).
 # Keywords whose value names a variable the task produces.

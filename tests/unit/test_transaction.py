@@ -305,7 +305,7 @@ def test_a_boot_that_never_answers_fails_and_the_rescue_restores_the_state_befor
     rendered = transaction.render(host, render_args(), run)
     with pytest.raises(PhaseFailed, match="stopped while starting"):
         transaction.start(host, start_args("ct200", rendered), run)
-    # what the role's rescue reads (sglang_deploy.run): the host changed, and the state before it is in the store
+    # what the rescue reads of the run record (the run): the host changed, and the state before it is in the store
     assert run["changed_this_run"] is True and run["run_backup"] == "/b/old"
     node = rescue_node({"status": 503}, [], None, run["run_backup"], "never healthy")
     assert rescue_action(node, {"ct200": []})["action"] == "restore"
