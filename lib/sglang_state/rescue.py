@@ -12,26 +12,13 @@ The cases (docs/when-things-go-wrong.md, "What the rescue does"):
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 
+from sglang_state.module_utils_file import load as load_module_utils
 
-def _journal_module():
-    """module_utils/sglang_journal.py by file: it writes the excerpt the failure's message ends with, so it is the
-    one place that knows its shape (module_utils/ is not a package on the controller's path). It is module_utils/ in
-    the checkout and plugins/module_utils/ in the collection (tests/collection/build.sh), both beside lib/."""
-    top = os.path.join(os.path.dirname(os.path.realpath(__file__)), os.pardir, os.pardir)
-    paths = [os.path.join(top, *folder, "sglang_journal.py")
-             for folder in (["module_utils"], ["plugins", "module_utils"])]
-    path = next(path for path in paths if os.path.exists(path))
-    spec = importlib.util.spec_from_file_location("sglang_longctx_journal", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-without_excerpt = _journal_module().without_excerpt
+# module_utils/sglang_journal.py writes the excerpt the failure's message ends with: the one place that knows its shape
+without_excerpt = load_module_utils("sglang_journal").without_excerpt
 
 
 def failure_reason(failed_result, failed_task=None):

@@ -24,29 +24,16 @@ give it a fake host. It returns the runtime module's plan plus `versions` (the r
 
 from __future__ import annotations
 
-import importlib.util
 import os
 
+from sglang_state.module_utils_file import load as load_module_utils
 from sglang_state.transaction import RUNTIME_MODULE, PhaseFailed, succeeded
 
 CHECK_MODULE = "sglang_runtime_check"
 
 
-def _build_path_module():
-    """module_utils/sglang_runtime_build_path.py by file: a kernel source's build PATH, the same for pip here as for
-    uv in the runtime module, written once (module_utils/ is not a package on the controller's path). It is
-    module_utils/ in the checkout and plugins/module_utils/ in the collection, both beside lib/."""
-    top = os.path.join(os.path.dirname(os.path.realpath(__file__)), os.pardir, os.pardir)
-    paths = [os.path.join(top, *folder, "sglang_runtime_build_path.py")
-             for folder in (["module_utils"], ["plugins", "module_utils"])]
-    path = next(path for path in paths if os.path.exists(path))
-    spec = importlib.util.spec_from_file_location("sglang_longctx_runtime_build_path", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-kernel_build_path = _build_path_module().kernel_build_path
+# a kernel source's build PATH, the same for pip here as for uv in the runtime module (module_utils/), written once
+kernel_build_path = load_module_utils("sglang_runtime_build_path").kernel_build_path
 
 
 def _local(src):
