@@ -359,8 +359,8 @@ class PhaseAction(ActionBase):
         return phase, None
 
     def run(self, tmp=None, task_vars=None):
-        """The phase's result, with its span on the controller's clock: {clock: {start, end}} in epoch seconds (the
-        day-1 clock reads the runtime's, the boot's and the proof's from the results the role registers)."""
+        """The phase's result, with its span on the controller's clock: {clock: {start, end}} in epoch seconds, kept
+        in this host's run record (the report's day-1 clock reads the runtime's, the boot's and the proof's there)."""
         began = time.time()
         task_vars = task_vars or {}
         records = Records(run_record.folder_of(C.DEFAULT_LOCAL_TMP), task_vars.get("inventory_hostname"))
