@@ -34,7 +34,7 @@ class ActionModule(PhaseAction):
     STEPS = {"install": "install"}
 
     def from_record(self, phase, args, records):
-        # the serving state is the proven one (sglang_proof's observe, this run's first look at the host)
+        # the serving state is the proven one (sglang_prove's observe, this run's first look at the host)
         return {"proven": bool((records.result("observe") or {}).get("proven"))}
 
     def run_phase(self, phase, executor, args, run):

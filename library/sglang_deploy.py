@@ -24,7 +24,7 @@ description:
     the summary and the report read, in C(facts).
   - C(restore) puts a backup store entry back (its runtime checked on the host first, the live state kept first),
     restarts, waits and reads the boot (playbooks/rollback.yml and the rescue).
-  - The proof, the rescue and the runtime are actions of their own (sglang_proof, sglang_rescue,
+  - The proof, the rescue and the runtime are actions of their own (sglang_prove, sglang_rescue,
     sglang_runtime_install).
   - An action plugin; it runs modules on the host. Every result carries C(run), what this run did to the host so far
     (failed phases too), kept in the run record, where the rescue (sglang_rescue) reads it.

@@ -16,7 +16,7 @@ description:
   - C(rescue) takes every node's look and decides for the server (lib/sglang_state/rescue.py) - put the last proven
     state back (the restore of sglang_deploy, its runtime checked first), stop SGLang, or leave it. Without a
     restore it fails with one sentence, what was done, and the journal's last lines. After a restore it returns
-    C(said) and C(proof), the proof roles/sglang/tasks/rescue.yml runs with sglang_proof's C(prove) phase (the check
+    C(said) and C(proof), the proof roles/sglang/tasks/rescue.yml runs with sglang_prove's C(prove) phase (the check
     at least, as a rollback proves its restore). docs/when-things-go-wrong.md lists what each failure leaves behind.
   - C(end) reads rank 0's proof of the restored state; a passed one is recorded in the backup store (the entry's
     proof time moves forward) and lets the replica rejoin its routers. It fails with the run's message, which says
@@ -153,7 +153,7 @@ said:
   returned: rescue, after a restore
   type: dict
 proof:
-  description: C(rescue) after a restore - the proof of the restored state, C(planned) (sglang_proof's) and
+  description: C(rescue) after a restore - the proof of the restored state, C(planned) (sglang_prove's) and
     C(smoke) (what replaces the role's smoke arguments - the entry's own target).
   returned: rescue, after a restore
   type: dict

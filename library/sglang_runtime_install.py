@@ -18,7 +18,7 @@ description:
     backup store entry names (sglang_runtime's prune).
   - An action plugin; it runs modules on the host (sglang_runtime, sglang_runtime_check, pip, git, copy) and reads
     controller-side wheels' sha256 on the controller. Whether the serving state is the proven one (a runtime in use
-    is then not checked again) it reads from this run's record (sglang_proof's C(observe), the run's first look).
+    is then not checked again) it reads from this run's record (sglang_prove's C(observe), the run's first look).
   - It takes only these options, each of the type documented here; it refuses any other, a missing required one,
     and a value of the wrong type (a mapping or list where a scalar is wanted, or the reverse, or a value Ansible
     cannot convert) by name before it runs anything. An error inside it whose options passed is reported as its

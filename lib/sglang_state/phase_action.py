@@ -2,7 +2,7 @@
 the transaction's plain Python.
 
 Four actions, one per purpose, each documented by its library/ file: sglang_runtime_install (the runtime),
-sglang_deploy (render, start, calibrate, verify, restore), sglang_proof (observe, decide, prove, record) and
+sglang_deploy (render, start, calibrate, verify, restore), sglang_prove (observe, decide, prove, record) and
 sglang_rescue (look, rescue, end). An action is phased where the nodes of a server across nodes must move in lockstep:
 each phase registers its result on every node before the next phase reads them all. Each action subclasses
 PhaseAction with its table of what each phase reads and the function each phase runs.

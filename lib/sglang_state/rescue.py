@@ -83,7 +83,7 @@ def _whole(value):
 
 def restored_proof(entry):
     """The proof of the state the rescue restored, as a rollback proves its restore (roles/sglang/tasks/rescue.yml
-    gives it to sglang_proof's prove phase): {planned, smoke}. The check a re-run makes of a proven state: SGLang's
+    gives it to sglang_prove's prove phase): {planned, smoke}. The check a re-run makes of a proven state: SGLang's
     pool and context length read back and compared with the entry's proven ones, then one short prompt answered;
     a check that finds a difference runs the full proof itself (library/sglang_smoke_test.py). The server is held
     to the entry's own target (smoke: what replaces the role's smoke arguments; None leaves one out), and its
@@ -98,7 +98,7 @@ def restored_proof(entry):
 
 
 def restored_proof_outcome(proved, rank0):
-    """(passed, sentence) for the proof of the restored state. proved: rank 0's result of sglang_proof's prove phase
+    """(passed, sentence) for the proof of the restored state. proved: rank 0's result of sglang_prove's prove phase
     (its `smoke`, sglang_smoke_test's result, failed or not), or None when rank 0 ran none."""
     smoke = proved.get("smoke") if isinstance(proved, dict) else None
     if not isinstance(smoke, dict):

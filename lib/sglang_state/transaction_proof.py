@@ -1,4 +1,4 @@
-"""The proof's phases, run by the sglang_proof action (the long prompt itself is library/sglang_smoke_test.py, run as
+"""The proof's phases, run by the sglang_prove action (the long prompt itself is library/sglang_smoke_test.py, run as
 an async job so that its stage prints every few seconds):
 
   observe  the last full proof's record and the serving process (systemd's InvocationID, MainPID, start time):

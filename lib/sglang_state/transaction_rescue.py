@@ -8,7 +8,7 @@ because the nodes of a server across nodes decide together:
           the same), then the restore or the stop. Without a restore it fails with the run's last message: the
           failure, what was done, and the journal. After a restore it returns what that message says and the proof
           to run:
-  (proof) roles/sglang/tasks/rescue.yml proves the restored state as a rollback does, with sglang_proof's prove
+  (proof) roles/sglang/tasks/rescue.yml proves the restored state as a rollback does, with sglang_prove's prove
           phase on rank 0 (the check at least: the pool and context as proven, one short prompt answered)
   end     rank 0's proof read: a passed one moves the restored entry's proof time in the backup store (it is the
           state that served, proven, most recently) and lets the replica rejoin its routers; then the run's last

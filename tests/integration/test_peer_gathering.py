@@ -82,7 +82,7 @@ def test_a_server_is_proven_in_full_when_one_node_needs_it(tmp_path):
     needs only a check, b changed and needs the full proof, so the server is proven in full on both, with b's
     reason."""
     spec = importlib.util.spec_from_file_location("proof_action", os.path.join(REPO, "action_plugins",
-                                                                               "sglang_proof.py"))
+                                                                               "sglang_prove.py"))
     action = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(action)
     levels = {"a": {"level": "check", "reason": "nothing changed since the last full proof"},

@@ -152,14 +152,14 @@ def test_a_missing_results_file_is_named(tmp_path):
     assert "async and poll: 0" in out["msg"]
 
 
-# --- prove.yml's proof task through ansible-playbook, with the repository's ansible.cfg and the sglang_proof action
+# --- prove.yml's proof task through ansible-playbook, with the repository's ansible.cfg and the sglang_prove action
 
 def prove_task():
     """The task of roles/sglang/tasks/prove.yml that runs the proof (the transaction's prove phase), as written; its
     decide before and record after are tested in tests/unit/test_transaction_proof.py."""
     with open(os.path.join(REPO, "roles", "sglang", "tasks", "prove.yml"), encoding="utf-8") as handle:
         tasks = yaml.safe_load(handle)
-    return next(task for task in tasks if task.get("sglang_proof", {}).get("phase") == "prove")
+    return next(task for task in tasks if task.get("sglang_prove", {}).get("phase") == "prove")
 
 
 def run_proof(tmp_path, url, **overrides):

@@ -32,8 +32,8 @@ PLAY = """
      "'kernel_wheel'; missing required arguments: check, cuda_home, extras, "),
     ("sglang_deploy", "phase: render\n        files: []\n        etc_dir: {tmp}\n        wiat: 3",
      "sglang_deploy (phase render): unknown option 'wiat'; missing required arguments: before_manifest, "),
-    ("sglang_proof", "phase: observe\n        record_path: {tmp}/r.json\n        service: s\n        recrod: 1",
-     "sglang_proof (phase observe): unknown option 'recrod'; phase observe takes: record_path, service; requires: "
+    ("sglang_prove", "phase: observe\n        record_path: {tmp}/r.json\n        service: s\n        recrod: 1",
+     "sglang_prove (phase observe): unknown option 'recrod'; phase observe takes: record_path, service; requires: "
      "record_path, service"),
     ("sglang_rescue", "phase: look\n        service: s\n        url: http://127.0.0.1:1\n        api_keys: k",
      "sglang_rescue (phase look): unknown option 'api_keys'; missing required arguments: failure, files, store; "

@@ -186,7 +186,7 @@ def test_each_plugin_imports_from_the_collections_layout(tmp_path):
     assert _load_isolated(paths) == {path: "ok" for path in paths}
 
 
-@pytest.mark.parametrize("plugin", ["filter_plugins/sglang_kv.py", "action_plugins/sglang_proof.py"])
+@pytest.mark.parametrize("plugin", ["filter_plugins/sglang_kv.py", "action_plugins/sglang_prove.py"])
 def test_a_plugin_without_lib_beside_it_fails_to_import(tmp_path, plugin):
     (tmp_path / "plugins").mkdir()
     copy = tmp_path / "plugins" / os.path.basename(plugin)

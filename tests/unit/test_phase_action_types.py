@@ -88,7 +88,7 @@ def test_probe6_d5_the_rendered_files_are_typed_deep_in_the_phases_that_render(c
 
 
 @pytest.mark.parametrize("phase, given, said", [
-    # the probe's: sglang_proof decide context_target='<path>' -> ValueError: invalid literal for int()
+    # the probe's: sglang_prove decide context_target='<path>' -> ValueError: invalid literal for int()
     ("decide", {"context_target": HOSTILE_PATH}, "argument 'context_target' is of type str and we were unable to "
                                                  "convert to int"),
     ("verify", {"min_headroom_gib": "four"}, "argument 'min_headroom_gib' is of type str and we were unable to "
@@ -171,24 +171,24 @@ def test_probe6_d5_the_secret_values_never_appear_in_a_refusal(calls):
 
 
 def test_probe6_d5_an_option_the_documentation_lacks_is_the_actions_defect_when_it_loads():
-    documented = phase_action.documented_options(os.path.join(REPO, "action_plugins", "sglang_proof.py"),
-                                                 "sglang_proof")
-    with pytest.raises(ValueError, match="sglang_proof: phase decide takes colour, which library/sglang_proof.py "
+    documented = phase_action.documented_options(os.path.join(REPO, "action_plugins", "sglang_prove.py"),
+                                                 "sglang_prove")
+    with pytest.raises(ValueError, match="sglang_prove: phase decide takes colour, which library/sglang_prove.py "
                                          "does not document"):
-        phase_action.phase_specs("sglang_proof", documented, {"decide": phase_action.takes("service colour")})
+        phase_action.phase_specs("sglang_prove", documented, {"decide": phase_action.takes("service colour")})
     with pytest.raises(FileNotFoundError, match="the documentation of the action sglang_nothing"):
-        phase_action.documented_options(os.path.join(REPO, "action_plugins", "sglang_proof.py"), "sglang_nothing")
+        phase_action.documented_options(os.path.join(REPO, "action_plugins", "sglang_prove.py"), "sglang_nothing")
 
 
 def test_probe6_d5_the_documentation_is_found_in_the_collections_layout_too(tmp_path):
     """plugins/action/<name>.py beside plugins/modules/<name>.py (tests/collection/build.sh's layout)."""
     for folder in ("action", "modules"):
         (tmp_path / "plugins" / folder).mkdir(parents=True)
-    source = open(os.path.join(REPO, "library", "sglang_proof.py"), encoding="utf-8").read()
-    (tmp_path / "plugins" / "modules" / "sglang_proof.py").write_text(source)
-    found = phase_action.documented_options(str(tmp_path / "plugins" / "action" / "sglang_proof.py"), "sglang_proof")
-    assert found == phase_action.documented_options(os.path.join(REPO, "action_plugins", "sglang_proof.py"),
-                                                    "sglang_proof")
+    source = open(os.path.join(REPO, "library", "sglang_prove.py"), encoding="utf-8").read()
+    (tmp_path / "plugins" / "modules" / "sglang_prove.py").write_text(source)
+    found = phase_action.documented_options(str(tmp_path / "plugins" / "action" / "sglang_prove.py"), "sglang_prove")
+    assert found == phase_action.documented_options(os.path.join(REPO, "action_plugins", "sglang_prove.py"),
+                                                    "sglang_prove")
 
 
 def test_probe6_d5_documentation_that_does_not_parse_is_said_with_its_file(tmp_path):
@@ -243,9 +243,9 @@ def test_probe6_d5_start_with_files_of_the_wrong_type_refuses_through_ansible_pl
 
 def test_probe6_d5_decide_with_a_path_for_its_context_refuses_through_ansible_playbook(tmp_path):
     given = "phase: decide\nservice: sglang-probe\ncontext_target: \"%s\"" % HOSTILE_PATH
-    rc, said = _playbook(tmp_path, "sglang_proof", given)
+    rc, said = _playbook(tmp_path, "sglang_prove", given)
     assert rc != 0
-    assert ("sglang_proof (phase decide): argument 'context_target' is of type str and we were unable to convert "
+    assert ("sglang_prove (phase decide): argument 'context_target' is of type str and we were unable to convert "
             "to int") in said, said
     assert "a defect in this phase" not in said
 
@@ -260,7 +260,7 @@ def test_probe6_d6_a_broken_interpreter_shows_its_stderr_through_a_phase_action(
     broken.write_text(BROKEN)
     broken.chmod(0o755)
     given = "phase: observe\nrecord_path: %s/record.json\nservice: sglang-probe" % tmp_path
-    rc, said = _playbook(tmp_path, "sglang_proof", given, ("-e", "ansible_python_interpreter=%s" % broken))
+    rc, said = _playbook(tmp_path, "sglang_prove", given, ("-e", "ansible_python_interpreter=%s" % broken))
     assert rc != 0
     assert "pyenv: python3.13: command not found" in said, said
     assert "rc 127" in said and "on stdout too" in said

@@ -1,4 +1,4 @@
-"""The role's phase actions (sglang_runtime_install, sglang_deploy, sglang_proof, sglang_rescue; their shared base
+"""The role's phase actions (sglang_runtime_install, sglang_deploy, sglang_prove, sglang_rescue; their shared base
 lib/sglang_state/phase_action.py): each phase takes the options it reads (the action's PHASE_OPTIONS, typed by its
 library/ documentation: the action's SPECS) and refuses any other, a missing required one and a wrong-typed value
 (tests/unit/test_phase_action_types.py) by name before anything runs; an error raised inside a phase whose options
@@ -31,7 +31,7 @@ def _load(name, path):
     return module
 
 
-NAMES = ("sglang_runtime_install", "sglang_deploy", "sglang_proof", "sglang_rescue")
+NAMES = ("sglang_runtime_install", "sglang_deploy", "sglang_prove", "sglang_rescue")
 ACTIONS = {name: _load(name + "_action", "action_plugins/%s.py" % name) for name in NAMES}
 DOCS = {name: _load(name + "_docs", "library/%s.py" % name) for name in NAMES}
 deploy = ACTIONS["sglang_deploy"]
@@ -40,7 +40,7 @@ PHASE_FUNCTIONS = {
     "install": ("sglang_runtime_install", ACTIONS["sglang_runtime_install"].runtime_install, "install"),
     **{phase: ("sglang_deploy", deploy.transaction, phase) for phase in ("render", "start", "calibrate", "verify",
                                                                           "restore")},
-    **{phase: ("sglang_proof", ACTIONS["sglang_proof"].transaction_proof, phase)
+    **{phase: ("sglang_prove", ACTIONS["sglang_prove"].transaction_proof, phase)
        for phase in ("observe", "decide", "prove", "record")},
     **{phase: ("sglang_rescue", ACTIONS["sglang_rescue"].transaction_rescue, phase)
        for phase in ACTIONS["sglang_rescue"].PHASE_OPTIONS},
@@ -208,7 +208,7 @@ def test_an_unknown_key_in_common_and_common_where_none_is_taken_are_refused(cal
     render = dict(_given("render"), common={"host": "n0", "wiat": {}})
     assert _run(render)["msg"].startswith("sglang_deploy (phase render): unknown option 'wiat' (in common); ")
     decide = dict(_given("decide"), common={"host": "n0"})
-    assert _run(decide)["msg"].startswith("sglang_proof (phase decide): unknown option 'common'; phase decide "
+    assert _run(decide)["msg"].startswith("sglang_prove (phase decide): unknown option 'common'; phase decide "
                                           "takes: asked, context_target, reprove_after_days, ")
     # a phase of another action is not this one's: named with the phases this action has
     assert _run(dict(_given("render"), phase="decide"), deploy)["msg"] == (
@@ -232,7 +232,7 @@ def test_a_missing_required_option_is_named_whether_own_or_from_common(calls):
     assert result["msg"].endswith("; requires: batch, files, host, multinode, service, state_manifest, store, wait")
     assert result["failed"] and result["changed"] is False and result["run"]["run_backup"] == "b1"
     result = _run(_given("prove", leave_out=("limit", "smoke")))
-    assert result["msg"].startswith("sglang_proof (phase prove): missing required arguments: limit, smoke; ")
+    assert result["msg"].startswith("sglang_prove (phase prove): missing required arguments: limit, smoke; ")
     result = _run(_given("install", leave_out=("check",)))
     assert result["msg"].startswith("sglang_runtime_install: missing required arguments: check; it takes: ")
     # a required suboption too, named with where it is

@@ -1,5 +1,5 @@
 """The rescue proves what it restored, as a rollback proves its restore (issue 48, "Lost on day 2"): the check at
-least (lib/sglang_state/rescue.py restored_proof*), run by roles/sglang/tasks/rescue.yml with sglang_proof's prove
+least (lib/sglang_state/rescue.py restored_proof*), run by roles/sglang/tasks/rescue.yml with sglang_prove's prove
 phase, then the end phase (lib/sglang_state/transaction_rescue.py) records it and says whether the restored state
 proved. And on day 2 the rescue goes back to the state that served, proven, most recently."""
 
@@ -52,8 +52,8 @@ def test_probe6_day2_the_rescue_plans_the_check_against_the_entry_s_own_proof_an
     ({"smoke": {"failed": True, "msg": "The KV pool holds 100 tokens. Its last lines:\nTraceback"}}, False,
      "The restored state did not prove: The KV pool holds 100 tokens."),
     (None, False, "The restored state did not prove: ct200, rank 0, ran no proof of it (its own rescue failed)."),
-    ({"msg": "sglang_proof (phase prove): unknown option 'x'"}, False,
-     "ran no proof of it (sglang_proof (phase prove): unknown option 'x')."),
+    ({"msg": "sglang_prove (phase prove): unknown option 'x'"}, False,
+     "ran no proof of it (sglang_prove (phase prove): unknown option 'x')."),
 ])
 def test_probe6_day2_the_outcome_of_the_restored_state_s_proof(proved, passed, said):
     outcome = restored_proof_outcome(proved, "ct200")
@@ -166,15 +166,15 @@ def test_probe6_day2_rescue_yml_proves_the_restore_between_the_rescue_and_the_en
     steps = [(next(k for k in task if k.startswith("sglang_")), task) for task in tasks if
              any(k.startswith("sglang_") for k in task)]
     assert [(module, task[module]["phase"]) for module, task in steps] == [
-        ("sglang_rescue", "look"), ("sglang_rescue", "rescue"), ("sglang_proof", "prove"), ("sglang_rescue", "end")]
+        ("sglang_rescue", "look"), ("sglang_rescue", "rescue"), ("sglang_prove", "prove"), ("sglang_rescue", "end")]
     rescue, prove, end = (task for _, task in steps[1:])
     # what the rescue decided, the restored entry's proof and rank 0's result are read from this run's record by the
     # actions (tests/unit/test_rescue_proof_play.py runs these tasks): the role hands none of them on
     assert end["register"] == "_sglang_rescue_end"  # routers_back.yml reads the end's run
     assert prove["failed_when"] is False and "register" not in rescue
-    assert set(prove["sglang_proof"]) == {"phase", "on_rank0", "batch", "smoke", "config_path", "progress_file",
+    assert set(prove["sglang_prove"]) == {"phase", "on_rank0", "batch", "smoke", "config_path", "progress_file",
                                           "limit"}
     assert set(end["sglang_rescue"]) == {"phase", "rank0", "store", "files", "api_key"}
     # the key the restored state serves with is read from its own config by the proof (config_path)
-    assert prove["sglang_proof"]["config_path"] == "{{ _sglang_config_path }}"
+    assert prove["sglang_prove"]["config_path"] == "{{ _sglang_config_path }}"
     assert not [task for task in tasks if "ansible.builtin.slurp" in task]

@@ -31,7 +31,7 @@ def _rescue_tasks():
     """rescue.yml's tasks after the rescue phase: the proof (which reads the restored key itself), the end."""
     with open(os.path.join(REPO, "roles/sglang/tasks/rescue.yml")) as handle:
         tasks = yaml.safe_load(handle)
-    return [task for task in tasks if (task.get("sglang_proof") or {}).get("phase") == "prove"
+    return [task for task in tasks if (task.get("sglang_prove") or {}).get("phase") == "prove"
             or (task.get("sglang_rescue") or {}).get("phase") == "end"]
 
 

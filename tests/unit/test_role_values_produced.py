@@ -149,7 +149,7 @@ def test_no_phase_is_handed_what_an_earlier_one_found():
             text = handle.read()
         tasks = yaml.safe_load(text) or []
         for task in tasks if isinstance(tasks, list) else []:
-            for action in ("sglang_deploy", "sglang_proof", "sglang_rescue", "sglang_runtime_install"):
+            for action in ("sglang_deploy", "sglang_prove", "sglang_rescue", "sglang_runtime_install"):
                 assert "run" not in (task.get(action) or {}), (path, task.get("name"))
         assert "sglang_peers_results" not in text and "hostvars[_sglang_rank0]._" not in text, path
 

@@ -63,7 +63,7 @@ CHECKED = {"phase": "prove", "smoke": {"level": "check", "pool_tokens": 150016, 
 
 def act(host, nodes, run, failed_in="", rollback_on_failure=False, me="ct200", proved=CHECKED):
     """The rescue phase; after a restore, the end phase with rank 0's proof of the restored state (rescue.yml runs
-    sglang_proof's prove phase between them). The run's message."""
+    sglang_prove's prove phase between them). The run's message."""
     with pytest.raises(PhaseFailed) as failed:
         done = rescue.rescue(host, {"failure": "sglang is failed: SGLang stopped while starting.",
                                     "failed_in": failed_in, "nodes": nodes, "host": me, "rank0": sorted(nodes)[0],

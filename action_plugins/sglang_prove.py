@@ -2,8 +2,8 @@
 record and the serving process), decide (full proof or check), prove (on rank 0; the full proof an async job
 followed from here), record (the proven mark and the record).
 
-Plain Python over the executor of lib/sglang_state/phase_action.py. Its documentation is library/sglang_proof.py
-(ansible-doc sglang_proof).
+Plain Python over the executor of lib/sglang_state/phase_action.py. Its documentation is library/sglang_prove.py
+(ansible-doc sglang_prove).
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from sglang_state import server_proof_level, transaction_proof  # noqa: E402
 from sglang_state.phase_action import PhaseAction, documented_options, phase_specs, takes  # noqa: E402
 
 # What each phase reads (lib/sglang_state/transaction_proof.py): the one place an option is added;
-# library/sglang_proof.py documents exactly these. What an earlier phase found is read from this run's record.
+# library/sglang_prove.py documents exactly these. What an earlier phase found is read from this run's record.
 PHASE_OPTIONS = {
     "observe": takes("record_path service"),
     "decide": takes("service context_target", "versions runtime_changed asked reprove_after_days"),
@@ -44,9 +44,9 @@ def restored_key(executor, config_path):
 
 
 class ActionModule(PhaseAction):
-    NAME = "sglang_proof"
+    NAME = "sglang_prove"
     PHASE_OPTIONS = PHASE_OPTIONS
-    # each phase's argument spec: the options its table names, typed by library/sglang_proof.py;
+    # each phase's argument spec: the options its table names, typed by library/sglang_prove.py;
     # PhaseAction.run checks a task's options against it (Ansible's validate_argument_spec) before anything runs
     SPECS = phase_specs(NAME, documented_options(__file__, NAME), PHASE_OPTIONS)
     STEPS = {phase: phase for phase in PHASE_OPTIONS}

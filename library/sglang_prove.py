@@ -1,12 +1,12 @@
 #!/usr/bin/python
-"""Documentation of the sglang_proof action (action_plugins/sglang_proof.py): it runs on the controller and drives
+"""Documentation of the sglang_prove action (action_plugins/sglang_prove.py): it runs on the controller and drives
 modules on the host; this file is what ansible-doc reads."""
 
 from __future__ import annotations
 
 DOCUMENTATION = r"""
 ---
-module: sglang_proof
+module: sglang_prove
 short_description: One phase of the proof of an SGLang server (observe, decide, prove, record)
 description:
   - The proof of roles/sglang in Python (lib/sglang_state/transaction_proof.py), run phase by phase so that the nodes
@@ -109,7 +109,7 @@ options:
 
 EXAMPLES = r"""
 - name: Decide this node's proof
-  sglang_proof:
+  sglang_prove:
     phase: decide
     service: sglang
     context_target: 200000
