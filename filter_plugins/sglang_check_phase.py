@@ -35,13 +35,15 @@ _ROLES = os.path.realpath(os.path.join(_LIB, os.pardir, "roles"))
 _REPORTS = os.path.realpath(os.path.join(_LIB, os.pardir, "reports"))
 
 
-def _variables(host, hostvars):
-    """The host's role-prefixed variables as plain values (each templated once; a broken template is refused)."""
+def _variables(host, hostvars, given=()):
+    """The host's role-prefixed variables as plain values (each templated once; a broken template is refused).
+    given: names the caller templated already (a role's knobs with its defaults), which replace these: not templated
+    twice."""
     source = hostvars[host]
     out, broken = {}, []
     known = inputs.roles_at(_ROLES).known
     for name in list(source):
-        if not inputs.is_checked_name(name, known):  # the roles' names, and near misses of them (tp_size)
+        if name in given or not inputs.is_checked_name(name, known):  # the roles' names, and near misses (tp_size)
             continue
         try:
             out[str(name)] = plain(source[name])
@@ -129,7 +131,7 @@ def check_host(host, hostvars, group="sglang_servers", knobs=None, seen=None, in
     Without knobs the values are left to the role's own check.
     seen: the names the role's task sees (query('varnames', '^sglang_'): the play's vars too); default the host's.
     inventory_hosts: every inventory host (groups['all']), for a router's workers; default hostvars' hosts."""
-    variables, broken = _variables(host, hostvars)
+    variables, broken = _variables(host, hostvars, knobs or ())
     variables.update(knobs or {})
     groups = set(variables["group_names"]) | {group}
     names = list(hostvars[host]) + list(seen or [])
