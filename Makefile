@@ -83,23 +83,33 @@ molecule: venv
 core-next: venv
 	tests/core_next/run.sh
 
-# Everything: the checks that need no instance run while the scenarios do, four at a time, so the whole takes about
-# the scenarios' time rather than the sum (39 min against about 51 one after the other, 2 cores: docs/testing.md). Each part
-# prints its seconds; the scenarios' summary comes last, then the real SGLang contract (real-contract, after the
-# scenarios for the disk). The harness is prepared first: core-next uses its Docker engine and image, and its
-# apt-get must not race chromium's.
+# Everything, in three strands that run together, so the whole takes about the longest scenario's time rather than
+# the sum (docs/testing.md has the figures, 2 cores): the scenarios, five at a time (molecule/harness/run.sh, the
+# longest first, real_server in the fifth lane and gpu_host after it); the checks that need no instance, one after
+# the other; and the real SGLang contract (real-contract), started as soon as the real_server scenario has ended
+# (its instance, with its own ~10 GiB runtime, is gone by then: the two never share the disk), or after the
+# scenarios when real_server is not among them. Each part prints its seconds and the second of make test it ended
+# at; the scenarios' summary and the real contract's output come last. The harness is prepared first: core-next
+# uses its Docker engine and image, and its apt-get must not race chromium's.
 CHECKS := lint collection sanity unit core-next
+VERDICTS := .cache/molecule/logs
 test: venv chromium prometheus
 	molecule/harness/prepare.sh
-	@MOLECULE_LANES=$${MOLECULE_LANES:-4} molecule/harness/run.sh $(SCENARIOS) >.cache/molecule/lanes.out 2>&1 & \
-	lanes=$$!; checks=0; \
+	@t0=$$(date +%s); at() { echo "at $$(( $$(date +%s) - t0 )) s"; }; rm -f $(VERDICTS)/*.verdict; \
+	MOLECULE_LANES=$${MOLECULE_LANES:-5} molecule/harness/run.sh $(SCENARIOS) >.cache/molecule/lanes.out 2>&1 & \
+	lanes=$$!; \
+	{ while [ ! -f $(VERDICTS)/real_server.verdict ] && kill -0 $$lanes 2>/dev/null; do sleep 5; done; \
+	  began=$$(date +%s); echo "[test] real-contract began $$(at)"; \
+	  $(MAKE) --no-print-directory real-contract; rc=$$?; [ $$rc -eq 0 ] || echo "[test] real-contract FAILED"; \
+	  echo "[test] real-contract: $$(( $$(date +%s) - began )) s, ended $$(at)"; exit $$rc; \
+	} >.cache/real-contract.out 2>&1 & \
+	contract=$$!; checks=0; \
 	for part in $(CHECKS); do \
 	  began=$$(date +%s); $(MAKE) --no-print-directory $$part || { checks=1; echo "[test] $$part FAILED"; break; }; \
-	  echo "[test] $$part: $$(( $$(date +%s) - began )) s"; \
+	  echo "[test] $$part: $$(( $$(date +%s) - began )) s, ended $$(at)"; \
 	done; \
-	wait $$lanes; scenarios=$$?; cat .cache/molecule/lanes.out; \
-	real=0; began=$$(date +%s); $(MAKE) --no-print-directory real-contract || { real=1; echo "[test] real-contract FAILED"; }; \
-	echo "[test] real-contract: $$(( $$(date +%s) - began )) s"; \
+	wait $$lanes; scenarios=$$?; cat .cache/molecule/lanes.out; echo "[test] scenarios ended $$(at)"; \
+	wait $$contract; real=$$?; cat .cache/real-contract.out; \
 	[ $$checks -eq 0 ] && [ $$scenarios -eq 0 ] && [ $$real -eq 0 ]
 
 # Every SGLang release of the planner's table checked against its own wheel: the flag tables, the pool rules and

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Run `molecule test` for each scenario (all of them by default) on a machine prepared by prepare.sh,
-# MOLECULE_LANES at a time (default 3; make test runs 4 beside its other checks: each scenario has its own instance
-# names, and together they keep 2 cores busy), the longest first, and end with one plain line:
+# MOLECULE_LANES at a time (default 3; make test runs 5 beside its other checks: each scenario has its own instance
+# names), the longest first but real_server before gpu_host (make test starts the real SGLang contract once
+# real_server has ended: the two never hold their ~10-19 GiB installs at once), and end with one plain line:
 # "molecule: N passed, M failed".
 set -uo pipefail
 HERE="$(cd "$(dirname "$0")" && pwd)"
@@ -14,8 +15,9 @@ LOGS="$REPO/.cache/molecule/logs"; mkdir -p "$LOGS"
 LANES="${MOLECULE_LANES:-3}"
 scenarios=("$@")
 if [ ${#scenarios[@]} -eq 0 ]; then
-  # longest first, so that the lanes end together (minutes measured on a 2-core machine)
-  for s in rollback scaleout undersized default gpu_host real_server; do [ -f "molecule/$s/molecule.yml" ] && scenarios+=("$s"); done
+  # longest first, so that the lanes end together (measured on a 2-core machine: docs/testing.md); real_server
+  # (about as long as gpu_host) first of the two, so that make test's real-contract can start early
+  for s in rollback scaleout undersized default real_server gpu_host; do [ -f "molecule/$s/molecule.yml" ] && scenarios+=("$s"); done
   for f in molecule/*/molecule.yml; do
     s="$(basename "$(dirname "$f")")"; [[ " ${scenarios[*]} " == *" $s "* ]] || scenarios+=("$s")
   done
