@@ -53,8 +53,12 @@ class ActionModule(PhaseAction):
     FRESH = ("observe",)  # the first look of a role's run begins its record
 
     def from_record(self, phase, args, records):
+        deployed = (records.result("deploy") or {}).get("facts") or {}
         if phase == "decide":
-            return {"record": (records.result("observe") or {}).get("record") or {}}
+            found = {"record": (records.result("observe") or {}).get("record") or {}}
+            if isinstance(deployed.get("sglang_venv_versions"), dict):  # a restore's runtime, not this run's install
+                found["versions"] = deployed["sglang_venv_versions"]
+            return found
         if phase == "observe":
             return {}
         rescued = records.result("rescue")
@@ -64,12 +68,14 @@ class ActionModule(PhaseAction):
             decided = records.peers(args["batch"], "decide", "the proof's decision")
             own = (records.result("decide") or {}).get("own") or {}
             found = {"planned": server_proof_level(own, [each.get("own") or {} for each in decided.values()])}
-            plan = ((records.result("deploy") or {}).get("facts") or {}).get("sglang_kv_plan_result") or {}
+            plan = deployed.get("sglang_kv_plan_result") or {}
             found["concurrent_requests"] = plan.get("max_running_requests") or 0
         if phase == "record":
             found["smoke"] = (records.of(args["rank0"], "prove") or {}).get("smoke")
             found["live"] = (records.result("decide") or {}).get("live") or {}
             found["observed"] = (records.result("observe") or {}).get("record") or {}
+            found["manifest"] = transaction_proof.proven_manifest(args["manifest"], deployed)
+            found["deployed"] = deployed
         return found
 
     def run_phase(self, phase, executor, args, run):
@@ -81,8 +87,12 @@ class ActionModule(PhaseAction):
             args["smoke"] = dict(args["smoke"], **rescued, api_key=key)
         if phase == "record":
             # the proof's result beside what it decided: rank 0's (every node reports it), and the last full proof's
-            # record (this one's, or the one observe read)
+            # record (this one's, or the one observe read); and the run's facts, for what comes after the role
+            deployed = args.pop("deployed")
             result = transaction_proof.record(executor, args, run)
-            return dict(result, smoke=args.get("smoke") or {}, last_full=result.get("record") or args["observed"])
+            result.update(smoke=args.get("smoke") or {}, last_full=result.get("record") or args["observed"])
+            facts = dict(deployed, sglang_smoke=result["smoke"], sglang_proof_level=result.get("level") or {},
+                         sglang_proof_record=result["last_full"])
+            return dict(result, facts={name: value for name, value in facts.items() if name.startswith("sglang_")})
         phases = {"decide": transaction_proof.decide, "prove": transaction_proof.prove}
         return phases[phase](executor, args, run)

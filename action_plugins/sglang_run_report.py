@@ -131,8 +131,9 @@ class ActionModule(ActionBase):
         args, warnings = dict(self._task.args), []
         try:
             args = check_args(args)  # every argument's type and shape, before anything is read or written
-            facts = dict(args["facts"], host=args["host"])
             record = run_record.read(run_record.folder_of(C.DEFAULT_LOCAL_TMP), args["host"])
+            # what this run's actions found, from the record; a fact given in the task's own facts wins
+            facts = {**run_record.run_facts(record), **args["facts"], "host": args["host"]}
             facts["sglang_day1_clock"] = with_run_clock(facts.get("sglang_day1_clock"), record)
             restored = args.get("restored")
             facts["restored"], facts["calibration_entries"] = None, {}

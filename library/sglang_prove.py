@@ -66,7 +66,8 @@ options:
     description: C(observe), C(record) - the last full proof's record on the host.
     type: path
   versions:
-    description: C(decide) - the serving runtime's versions.
+    description: C(decide) - the serving runtime's versions (this run's install); after a restore, the restored
+      runtime's, read from this run's record, take their place.
     type: dict
   runtime_changed:
     description: C(decide) - whether this run switched the runtime.
@@ -103,7 +104,8 @@ options:
     description: C(prove) - the full proof's backstop in seconds (its own deadlines end it first).
     type: int
   manifest:
-    description: C(record) - the manifest of the state marked proven.
+    description: C(record) - the manifest of the state marked proven; its plan and versions are what the deploy's
+      last phase found (the run record), when it found them.
     type: dict
 """
 
@@ -146,6 +148,17 @@ smoke:
   type: dict
 level:
   description: C(record) - which proof ran and why.
+  returned: record
+  type: dict
+last_full:
+  description: C(record) - the last full proof's record (this one's, or the one C(observe) read).
+  returned: record
+  type: dict
+facts:
+  description: C(record) - the run's facts for what comes after the role (roles/sglang/tasks/prove.yml sets them)
+    - what the deploy's last phase found (C(sglang_boot), C(sglang_kv_plan_result), C(sglang_starts), ... after a
+    verify; C(sglang_venv_versions), C(sglang_boot), ... after a restore), read from this run's record, with
+    C(sglang_smoke), C(sglang_proof_level) and C(sglang_proof_record).
   returned: record
   type: dict
 run:

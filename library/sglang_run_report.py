@@ -10,7 +10,8 @@ module: sglang_run_report
 short_description: Write this run's report on the controller and return its summary
 description:
   - Writes C(<root>/<host>/<UTC timestamp>/report.json) and C(report.html) on the controller (lib/sglang_report) from
-    the facts the run set, and returns the run's summary lines from the same report.
+    the facts this run's actions kept in its record on the controller (the deploy's boot, plan and calibration,
+    the proof's result and level) and O(facts), and returns the run's summary lines from the same report.
   - After a rollback (O(restored)), reads the restored unit and the host's stored calibrations on the host, so that
     the report heads with the state that serves, not the inventory's plan.
   - An action plugin; nothing on the host changes.
@@ -32,7 +33,9 @@ options:
     type: str
     required: true
   facts:
-    description: What the run measured and decided (the plan, the boot, the proof, the restarts, the calibrations).
+    description: What the run measured and decided besides its record (the role gives the calibration's key and the
+      boots measured on the host); a fact given here wins over the record's (the plan, the boot, the proof, the
+      restarts, the calibrations).
     type: dict
     required: true
   planned:

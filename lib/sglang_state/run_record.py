@@ -106,3 +106,15 @@ def peers(folder, nodes, step, said):
         if kept is not None:
             found[node] = kept
     return peers_results(list(nodes), found, step, said)
+
+
+def run_facts(record):
+    """The facts a run of the role leaves for what comes after it (docs/variables.md's run facts), from this host's
+    record: what the deploy's last phase found (verify, or a restore) and, once the proof's record phase has kept its
+    result, which proof ran and why, its result, and the last full proof's record."""
+    facts = dict((result(record, "deploy") or {}).get("facts") or {})
+    recorded = result(record, "record")
+    if recorded and not recorded.get("failed"):
+        facts.update(sglang_smoke=recorded.get("smoke") or {}, sglang_proof_level=recorded.get("level") or {},
+                     sglang_proof_record=recorded.get("last_full") or {})
+    return facts

@@ -99,9 +99,21 @@ def prove(ex, args, run):
     return result
 
 
+def proven_manifest(manifest, deployed):
+    """The manifest the proven mark keeps: the role's, with what the deploy's last phase found (deployed: its facts,
+    from the run record): the plan that serves, after a calibration's correction, and a restore's runtime versions."""
+    kept = dict(manifest)
+    plan = deployed.get("sglang_kv_plan_result")
+    if isinstance(plan, dict) and "plan" in kept:
+        kept.update(plan=plan.get("explanation") or "", calibrated=bool(plan.get("calibrated")))
+    if isinstance(deployed.get("sglang_venv_versions"), dict):
+        kept["versions"] = deployed["sglang_venv_versions"]
+    return kept
+
+
 def record(ex, args, run):
-    """args: planned (the server's level), smoke (rank 0's result), live (decide's), store, files, manifest,
-    record_path. {level, record, proven}."""
+    """args: planned (the server's level), smoke (rank 0's result), live (decide's), store, files, manifest (as
+    proven_manifest made it), record_path. {level, record, proven}."""
     smoke = args.get("smoke") or {}
     if smoke.get("failed"):  # rank 0's proof failed: every node of the server fails with its message
         raise PhaseFailed(smoke.get("msg") or "the proof failed")

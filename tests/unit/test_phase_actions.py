@@ -533,3 +533,41 @@ def test_a_phase_that_is_not_a_name_is_refused_by_name_and_nothing_is_kept(calls
     result = _action(deploy, {"phase": phase}).run(task_vars={"inventory_hostname": "n0", "hostvars": {}})
     assert result["failed"] and result["msg"].startswith("sglang_deploy: phase is ") and calls == []
     assert _record() == {}
+
+
+def test_the_record_phase_keeps_the_plan_that_serves_and_returns_the_runs_facts(calls, monkeypatch):
+    proof = ACTIONS["sglang_prove"].transaction_proof
+    seen = []
+
+    def recorded(_executor, args, run):
+        seen.append(args)
+        return {"phase": "record", "changed": True, "run": run, "level": {"level": "full"}, "record": {"at": 9}}
+
+    monkeypatch.setattr(proof, "record", recorded)
+    corrected = {"explanation": "calibrated on this host's boot", "calibrated": True, "max_running_requests": 8}
+    _seed("n0", observe={"phase": "observe", "record": {}}, decide={"phase": "decide", "own": {"level": "full"}},
+          prove={"phase": "prove", "smoke": {"level": "full", "prompt_tokens": 60002}},
+          deploy={"phase": "verify", "facts": {"sglang_boot": {"pool_tokens": 218484}, "sglang_starts": 2,
+                                               "sglang_kv_plan_result": corrected, "calibration_in_use": {"f": 1}}})
+    manifest = {"reason": "deployed", "plan": "the estimate before the boot", "calibrated": False, "versions": {}}
+    result = _run(dict(_given("record"), batch=["n0"], rank0="n0", manifest=manifest))
+    assert not result.get("failed"), result
+    # the proven mark keeps the plan the server runs (a correction after the boot included), not the estimate
+    assert seen[-1]["manifest"] == dict(manifest, plan="calibrated on this host's boot", calibrated=True)
+    assert result["facts"] == {"sglang_boot": {"pool_tokens": 218484}, "sglang_starts": 2,
+                               "sglang_kv_plan_result": corrected, "sglang_proof_level": {"level": "full"},
+                               "sglang_smoke": {"level": "full", "prompt_tokens": 60002},
+                               "sglang_proof_record": {"at": 9}}
+    assert _record()["results"]["record"]["facts"] == result["facts"]
+
+
+def test_the_decision_after_a_restore_reads_the_restored_runtimes_versions(calls):
+    _seed("n0", observe={"phase": "observe", "record": {}},
+          deploy={"phase": "restore", "facts": {"sglang_venv_versions": {"sglang": "0.5.9"}}})
+    _run(dict(_given("decide"), versions={"sglang": "0.5.23"}))
+    phase, (_executor, args, _run_record) = calls[-1]
+    assert phase == "decide" and args["versions"] == {"sglang": "0.5.9"}
+    # after the deploy's verify (no restore), the versions are the install's, as the role passes them
+    _seed("n0", observe={"phase": "observe", "record": {}}, deploy={"phase": "verify", "facts": {}})
+    _run(dict(_given("decide"), versions={"sglang": "0.5.23"}))
+    assert calls[-1][1][1]["versions"] == {"sglang": "0.5.23"}

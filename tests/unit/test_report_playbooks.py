@@ -50,30 +50,31 @@ def test_a_refusal_is_printed_once(tmp_path):
 
 
 def report_run(tmp_path, report_dir):
-    """report.yml alone on localhost, with the facts the role has set by the end of the proof."""
+    """report.yml alone on localhost, after this run's record holds what the deploy's verify and the proof's record
+    phase keep there (written by a test double's action, tests/unit/run_record_seed/)."""
     with open(os.path.join(REPO, "tests", "fixtures", "report_facts_ct200.json"), encoding="utf-8") as handle:
         facts = json.load(handle)
+    deployed = {name: facts[name] for name in ("sglang_kv_spec", "sglang_kv_plan_result", "sglang_boot",
+                                               "sglang_ready")}
+    deployed.update(sglang_starts=2, sglang_restarted_this_run=True, sglang_corrective_restarts=1,
+                    calibration_stored=facts["calibration_stored"])
+    record = {"results": {"deploy": {"phase": "verify", "facts": deployed},
+                          "record": {"phase": "record", "smoke": facts["sglang_smoke"], "level": {}, "last_full": {}}}}
     extra = tmp_path / "facts.json"
-    # What the role has set by the end of the proof (the deploy's wait as sglang_ready).
-    extra.write_text(json.dumps({
-        "report_facts": {k: v for k, v in facts.items() if k not in ("host", "_comment", "calibration_source")},
-        "sglang_report_dir": str(report_dir)}))
+    # the plan as plan.yml set it before the deploy (the report then says this run planned the host)
+    extra.write_text(json.dumps({"record": record, "sglang_measured_boots": facts["sglang_measured_boots"],
+                                 "sglang_kv_plan_result": facts["sglang_kv_plan_result"],
+                                 "sglang_report_dir": str(report_dir)}))
     play = tmp_path / "report.yml"
     play.write_text(
         "- hosts: localhost\n  gather_facts: false\n  tasks:\n"
-        "    - ansible.builtin.set_fact:\n"
-        "        sglang_kv_spec: '{{ report_facts.sglang_kv_spec }}'\n"
-        "        sglang_kv_plan_result: '{{ report_facts.sglang_kv_plan_result }}'\n"
-        "        sglang_boot: '{{ report_facts.sglang_boot }}'\n"
-        "        sglang_smoke: '{{ report_facts.sglang_smoke }}'\n"
-        "        sglang_ready: '{{ report_facts.sglang_ready }}'\n"
-        "        sglang_starts: 2\n"
-        "        sglang_restarted_this_run: true\n"
-        "        sglang_corrective_restarts: 1\n"
-        "        _sglang_calibration_stored: '{{ report_facts.calibration_stored }}'\n"
-        "        sglang_measured_boots: '{{ report_facts.sglang_measured_boots }}'\n"
+        "    - sglang_seed_run_record:\n        record: '{{ record }}'\n"
         "    - ansible.builtin.include_role:\n        name: sglang\n        tasks_from: report\n")
-    return run(str(play), "-e", "@%s" % extra)
+    env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(REPO, "ansible.cfg"), ANSIBLE_NOCOLOR="1",
+               ANSIBLE_ACTION_PLUGINS=os.pathsep.join([os.path.join(REPO, "action_plugins"),
+                                                       os.path.join(REPO, "tests/unit/run_record_seed")]))
+    return subprocess.run([PLAYBOOK_BIN, str(play), "-e", "@%s" % extra], cwd=REPO, env=env, capture_output=True,
+                          text=True, timeout=300)
 
 
 def test_role_writes_the_run_report_on_the_controller(tmp_path):

@@ -120,7 +120,7 @@ def test_every_private_value_the_role_reads_is_produced_in_the_role():
 
 
 @pytest.mark.parametrize("name", ["_sglang_calibration_in_use", "_sglang_calibration_key", "_sglang_proof_recorded",
-                                  "_sglang_verified", "_sglang_checkpoints"])
+                                  "_sglang_rescue_look", "_sglang_checkpoints"])
 def test_the_values_gathered_from_peers_or_passed_to_decisions_are_read_and_produced(name):
     # The inputs the deploy, proof and plan decisions take from the YAML: each is produced and read, so the
     # check above covers a rename of any of them.

@@ -50,3 +50,16 @@ def test_a_record_this_code_did_not_write_is_refused_with_its_path(tmp_path, con
     with pytest.raises(run_record.RecordError, match=said) as error:
         run_record.read(str(tmp_path), "ct200")
     assert str(tmp_path / "ct200.json") in str(error.value)
+
+
+def test_the_run_facts_are_the_deploys_last_findings_and_the_proofs_result():
+    deployed = {"phase": "verify", "facts": {"sglang_boot": {"pool_tokens": 5}, "calibration_in_use": {}}}
+    assert run_record.run_facts({"results": {"deploy": deployed}}) == deployed["facts"]
+    recorded = {"phase": "record", "smoke": {"level": "check"}, "level": {"level": "check"}, "last_full": {"at": 1}}
+    assert run_record.run_facts({"results": {"deploy": deployed, "record": recorded}}) == dict(
+        deployed["facts"], sglang_smoke={"level": "check"}, sglang_proof_level={"level": "check"},
+        sglang_proof_record={"at": 1})
+    # a failed deploy phase found nothing to report; a failed record phase proved nothing
+    assert run_record.run_facts({"results": {"deploy": {"failed": True, "msg": "x"},
+                                             "record": dict(recorded, failed=True)}}) == {}
+    assert run_record.run_facts({}) == {}

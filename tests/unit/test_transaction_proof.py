@@ -172,3 +172,14 @@ def test_decide_takes_the_process_the_start_phase_read_when_it_started_nothing()
     decided = proof.decide(host, {"record": {}, "service": "sglang", "context_target": 200000},
                            {"restarted_this_run": True})
     assert decided["process"]["invocation_id"] == "other" and host.calls == [("sglang_unit_state", None)]
+
+
+def test_the_proven_mark_keeps_the_plan_that_serves_and_a_restores_versions():
+    manifest = {"reason": "deployed", "plan": "estimate", "calibrated": False, "versions": {"sglang": "0.5.23"}}
+    corrected = {"sglang_kv_plan_result": {"explanation": "measured", "calibrated": True}}
+    assert proof.proven_manifest(manifest, corrected) == dict(manifest, plan="measured", calibrated=True)
+    # a rollback's manifest names no plan: only the restored runtime's versions are taken
+    proven_only = {"reason": "proven on the host", "versions": {}}
+    restored = {"sglang_venv_versions": {"sglang": "0.5.9"}}
+    assert proof.proven_manifest(proven_only, restored) == dict(proven_only, versions={"sglang": "0.5.9"})
+    assert proof.proven_manifest(manifest, {}) == manifest
