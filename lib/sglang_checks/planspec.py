@@ -168,7 +168,8 @@ def spec(host, knobs, per_node, rank0_address, measured=None):
 
     knobs: this host's sglang_* values, defaults applied (KNOBS); per_node: node_inputs() of every node of its
     server in rank order; rank0_address: rank 0's ansible_host (or name); measured: what was read on the host
-    (checkpoint_gib, draft_model_config, draft_checkpoint_gib), when it was."""
+    (model_config, checkpoint_gib, draft_model_config, draft_checkpoint_gib), when it was: the config.json read on
+    the host is the model SGLang loads, so it takes the place of sglang_model_config."""
     measured = measured or {}
     if knobs.get("sglang_rope_scaling") and _extra_switch(knobs, ("json_model_override_args",)) is not None:
         raise sglang_kvplan.KVPlanError(
@@ -181,6 +182,8 @@ def spec(host, knobs, per_node, rank0_address, measured=None):
     server = dict(server, notes=list(server["notes"]) + server_notes(per_node))
     calibration = server["calibration"]
     out = {key: knobs.get("sglang_" + key) for key in KNOB_KEYS}
+    if measured.get("model_config"):
+        out["model_config"] = measured["model_config"]
     checkpoint = knobs.get("sglang_checkpoint_gib")
     speculative = knobs.get("sglang_speculative") or {}
     out.update(

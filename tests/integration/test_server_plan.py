@@ -100,13 +100,14 @@ def test_the_calibration_key_counts_the_nodes_of_a_server_only(tmp_path, nodes, 
     task = next(t for t in tasks if "_sglang_calibration_key" in t.get("ansible.builtin.set_fact", {}))
     play = [{"hosts": "localhost", "connection": "local", "gather_facts": False,
              "vars": {"sglang_model_path": "/srv/models/kimi-k2.6",
-                      "_sglang_checkpoints": {"sglang_model_path": {"sha256": "0123456789abcdef"}},
+                      "_sglang_checkpoint_list": [{"knob": "sglang_model_path"}],
+                      "_read": {"sglang_model_path": {"sha256": "0123456789abcdef"}},
                       "sglang_tp_size": 8, "sglang_pp_size": 1, "sglang_dp_size": 1,
                       "sglang_enable_dp_attention": False, "sglang_version": "0.5.23", "sglang_pool_rules": "",
                       "sglang_kv_cache_dtype": "auto",
                       "sglang_speculative": {"algorithm": "dflash"}, "sglang_nodes": nodes,
-                      "_sglang_model_inputs": task["vars"]["_sglang_model_inputs"],
-                      "_sglang_model_setup": task["vars"]["_sglang_model_setup"],
+                      "_complete": task["vars"]["_complete"], "_inputs": task["vars"]["_inputs"],
+                      "_setup": task["vars"]["_setup"],
                       "key": task["ansible.builtin.set_fact"]["_sglang_calibration_key"]},
              "tasks": [{"name": "Key", "ansible.builtin.debug": {"msg": "KEY[{{ key }}]"}}]}]
     (tmp_path / "key.yml").write_text(yaml.safe_dump(play))

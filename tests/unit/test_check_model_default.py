@@ -6,6 +6,7 @@ Through the check phase's own filter (sglang_plan_hosts, lib/sglang_checks/planh
 read through Ansible's real hostvars, as playbooks/check.yml reads it: the production group_vars (sglang_servers,
 ct200's kimi_k26_dflash) beside a child group per model, as inventory/hosts.yml describes one."""
 
+import glob
 import json
 import os
 import shutil
@@ -123,3 +124,30 @@ def test_model_unread_names_the_host_only_when_nothing_names_the_model():
                                        "sglang_checkpoint_gib": 15.5}) is None
     assert "size" in planspec.model_unread("h", {"sglang_model": None, "sglang_model_config": {"x": 1}})
     assert planspec.model_unread("h", {"sglang_model_config": {"x": 1}}, calibrated=True) is None
+
+
+def test_the_config_read_on_the_host_is_the_model_the_role_plans_and_the_knob_stays_the_operators():
+    knobs = {name: None for name in planspec.KNOBS}
+    given = {"architectures": ["Qwen2ForCausalLM"], "num_hidden_layers": 2}
+    knobs.update(sglang_model_config=given, sglang_tp_size=1, sglang_version="0.5.23", sglang_context_target=4096,
+                 sglang_gpu_memory_mib=81_559, sglang_checkpoint_gib=1)
+    read = {"architectures": ["Qwen3ForCausalLM"], "num_hidden_layers": 4}
+    plain = planspec.spec("h", knobs, [planspec.node_inputs("h", knobs)], "h")[0]
+    measured = planspec.spec("h", knobs, [planspec.node_inputs("h", knobs)], "h", {"model_config": read})[0]
+    assert plain["model_config"] == given and measured["model_config"] == read
+    assert knobs["sglang_model_config"] == given
+
+
+def test_no_task_of_the_role_sets_or_registers_an_operators_setting():
+    # the issue-47 defect: model.yml replaced sglang_model_config with set_fact (-e would then beat the host's read)
+    with open(os.path.join(REPO, "roles", "sglang", "meta", "argument_specs.yml"), encoding="utf-8") as handle:
+        knobs = set(yaml.safe_load(handle)["argument_specs"]["main"]["options"])
+    written = set()
+    for path in glob.glob(os.path.join(REPO, "roles", "sglang", "tasks", "*.yml")):
+        with open(path, encoding="utf-8") as handle:
+            stack = list(yaml.safe_load(handle) or [])
+        while stack:
+            task = stack.pop()
+            stack += [t for key in ("block", "rescue", "always") for t in task.get(key) or []]
+            written |= set(task.get("ansible.builtin.set_fact") or {}) | {task.get("register")}
+    assert written & knobs == set()
