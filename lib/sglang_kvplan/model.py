@@ -13,7 +13,7 @@ from .geometry import attn_tp_size, has_asymmetric_kv, is_mla, text_config
 from .kv_cell import config_field, layers_per_stage, own_cell
 from .refusals import check_launch, check_lora
 from .releases import ELEM_BYTES, MODEL_FREE_ALGORITHMS, OWN_GEOMETRY_ALGORITHMS, RULES, first_release_with
-from .rope import derived_context, scaled_window
+from .rope import scaled_window
 from .spec import KVPlanError, gpu_is_sm100
 
 # SGLang's dtype "auto" serves a float32 checkpoint (or one that names no dtype) as float16, bfloat16 for Gemma
@@ -280,11 +280,6 @@ def describe_cell(spec):
     if is_mla(config):
         return "%s MLA latent KV, replicated on each of %d TP ranks" % (dtype, spec["tp_size"])
     return family_of(config).describe(spec, dtype) or "%s GQA/MHA KV, heads split over attention TP" % dtype
-
-
-def native_context(config):
-    """The window SGLang derives from the checkpoint's config.json (rope.py)."""
-    return derived_context(text_config(config))
 
 
 def context_window(spec):

@@ -3,5 +3,6 @@
 picture.curves(spec, plan, measured) -> the data drawn (from the planner's own forward formula)
 picture.draw(data, title) -> (PNG bytes, matplotlib Figure)
 report.write_run_report(facts, root, stamp, generated_at) -> reports/<host>/<stamp>/ with report.{json,html}
-`python -m sglang_report run|plan` is what the role and playbooks/plan.yml call (facts as JSON on stdin).
+`python -m sglang_report plan` is what playbooks/plan.yml calls (facts as JSON on stdin); the role's report is the
+sglang_run_report action's.
 """

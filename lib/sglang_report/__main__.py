@@ -1,10 +1,8 @@
-"""CLI for the role and playbooks/plan.yml; the facts arrive as JSON on stdin.
+"""CLI for playbooks/plan.yml (a run's report is the sglang_run_report action's); the facts arrive as JSON on stdin.
 
-  python -m sglang_report run  --root reports [--stamp 20260101T000000Z]   # one run's report for facts.host
-  python -m sglang_report plan --out reports/plan                          # the picture for facts.host
-facts.host names the files (a server's name for a server across nodes); facts.title, when given, heads the
-picture instead (e.g. "ct400 (nodes ct400-a, ct400-b)").
-Prints the paths it wrote; `run` then prints the run's summary, one line each (summary.py), from the same report.
+  python -m sglang_report plan --out reports/plan      # the picture for facts.host
+facts.host names the file (a server's name for a server across nodes); facts.title, when given, heads the
+picture instead (e.g. "ct400 (nodes ct400-a, ct400-b)"). Prints what it wrote as one JSON object.
 A refusal (facts that are not a mapping, a host or stamp that is not a single file name, a root whose parent does not
 exist: inputs.py) is one sentence on stderr and exit status 2, never a traceback.
 """
@@ -13,11 +11,9 @@ import argparse
 import json
 import os
 import sys
-from datetime import UTC, datetime
 
 from .inputs import ReportInputError, check_facts, check_name, kind, write_file
-from .report import picture, write_run_report
-from .summary import summary_lines
+from .report import picture
 
 HOST_FIX = "give the inventory host's name (or the server's); it names the report's files"
 
@@ -25,9 +21,6 @@ HOST_FIX = "give the inventory host's name (or the server's); it names the repor
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="python -m sglang_report")
     sub = parser.add_subparsers(dest="command", required=True)
-    run = sub.add_parser("run", help="write <root>/<host>/<stamp>/report.json and report.html")
-    run.add_argument("--root", required=True)
-    run.add_argument("--stamp")
     plan = sub.add_parser("plan", help="write <out>/<host>.png")
     plan.add_argument("--out", required=True)
     args = parser.parse_args(argv)
@@ -49,17 +42,6 @@ def _command(args, facts):
     check_facts(facts)
     if not facts.get("host"):
         raise ReportInputError("the facts on stdin need a 'host': %s" % HOST_FIX)
-    now = datetime.now(UTC)
-    if args.command == "run":
-        out = write_run_report(facts, args.root, args.stamp or now.strftime("%Y%m%dT%H%M%SZ"),
-                               now.isoformat(timespec="seconds"))
-        print(os.path.join(out, "report.html"))
-        print(os.path.join(out, "report.json"))
-        with open(os.path.join(out, "report.json"), encoding="utf-8") as handle:
-            report = json.load(handle)
-        for line in summary_lines(report):
-            print(line)
-        return 0
     # <host>.png: the host and its suffix must make one file name (a 252-character host name did not: N-S5-12)
     check_name("host", facts["host"], HOST_FIX, suffix=".png")
     plan_facts = ("sglang_kv_spec", "sglang_kv_plan_result")

@@ -165,11 +165,8 @@ def cli(tmp_path, command, facts, *args):
 
 
 @pytest.mark.parametrize(("command", "facts", "args", "message"), [
-    ("run", json.dumps({"host": "../../escape-cli"}), ["--root", "reports"], "host '../../escape-cli' holds a '/'"),
-    ("run", json.dumps({"host": "ct200"}), ["--root", "reports", "--stamp", "../../x"], "stamp '../../x' holds a"),
-    ("run", json.dumps({"host": "ct200"}), ["--root", "no/such/reports"], "which does not exist: the report creates"),
-    ("run", json.dumps(["ct200"]), ["--root", "reports"], "facts is a list of 1 items, not a mapping"),
-    ("run", "[" * 100000 + "]" * 100000, ["--root", "reports"], "the facts on stdin are not JSON (nested too deeply)"),
+    ("plan", json.dumps(["ct200"]), ["--out", "plan"], "facts is a list of 1 items, not a mapping"),
+    ("plan", "[" * 100000 + "]" * 100000, ["--out", "plan"], "the facts on stdin are not JSON (nested too deeply)"),
     ("plan", json.dumps({"host": "h" * 252, "sglang_kv_spec": {"a": 1}, "sglang_kv_plan_result": {"a": 1}}),
      ["--out", "plan"], "is 256 bytes long with '.png' after it"),
     ("plan", json.dumps({"host": "ct200"}), ["--out", "plan"], "need sglang_kv_spec and sglang_kv_plan_result"),
@@ -178,4 +175,4 @@ def test_the_cli_refuses_with_one_sentence_and_writes_nothing(tmp_path, command,
     result = cli(tmp_path, command, facts, *args)
     assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr
     assert result.stderr.startswith("python -m sglang_report: ") and message in result.stderr, result.stderr
-    assert os.listdir(tmp_path) == [] or os.listdir(tmp_path) == ["reports"] and not os.listdir(tmp_path / "reports")
+    assert os.listdir(tmp_path) == []
