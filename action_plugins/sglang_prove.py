@@ -8,7 +8,6 @@ Plain Python over the executor of lib/sglang_state/phase_action.py. Its document
 
 from __future__ import annotations
 
-import base64
 import os
 import sys
 
@@ -18,6 +17,10 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.realpath(__file__)), os.
 import yaml  # noqa: E402
 from sglang_state import server_proof_level, transaction_proof  # noqa: E402
 from sglang_state.phase_action import PhaseAction, documented_options, phase_specs, takes  # noqa: E402
+from sglang_state.slurped import slurped  # noqa: E402
+
+# SGLang's --config file is a few KiB; anything much larger is not the one the role rendered
+CONFIG_LIMIT = 1 << 20
 
 # What each phase reads (lib/sglang_state/transaction_proof.py): the one place an option is added;
 # library/sglang_prove.py documents exactly these. What an earlier phase found is read from this run's record.
@@ -32,11 +35,9 @@ PHASE_OPTIONS = {
 def restored_key(executor, config_path):
     """The API key the restored state serves with, from its config (a run that changed sglang_api_key put the old
     one back); '' when the config names none or is not there."""
-    read = executor.module("ansible.builtin.slurp", {"src": config_path}, secret=True)
-    if read.get("failed"):
-        return ""
+    data = slurped(executor.module("ansible.builtin.slurp", {"src": config_path}, secret=True), CONFIG_LIMIT)
     try:
-        config = yaml.safe_load(base64.b64decode(read.get("content") or "")) or {}
+        config = yaml.safe_load(data or b"") or {}
     except (ValueError, yaml.YAMLError):
         return ""
     key = config.get("api-key") if isinstance(config, dict) else None

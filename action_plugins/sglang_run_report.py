@@ -7,8 +7,6 @@ unit and the host's stored calibrations through the connection. Its documentatio
 
 from __future__ import annotations
 
-import base64
-import binascii
 import json
 import os
 import sys
@@ -29,6 +27,7 @@ from sglang_report.inputs import ARGUMENTS, ReportInputError, check_args  # noqa
 from sglang_report.report import build_run_report, calibration_source  # noqa: E402
 from sglang_report.summary import summary_lines  # noqa: E402
 from sglang_state import run_record  # noqa: E402
+from sglang_state.slurped import slurped  # noqa: E402
 
 display = Display()
 # The unit and a calibration fact are a few KiB; anything much larger is not one of ours.
@@ -42,18 +41,6 @@ CAUSES = ((RecursionError, "a value in them is nested too deeply"),
           ((TypeError, AttributeError, KeyError, IndexError), "a value in them has another type or shape than the "
                                                               "report reads"),
           (ValueError, "a value in them cannot be read as the report expects"))
-
-
-def slurped(result):
-    """A slurp result's content as bytes; None when the read failed, the content is not base64 or is over
-    READ_LIMIT."""
-    if not isinstance(result, dict) or result.get("failed") or not result.get("content"):
-        return None
-    try:
-        data = base64.b64decode(result["content"])
-    except (binascii.Error, ValueError, TypeError):
-        return None
-    return data if len(data) <= READ_LIMIT else None
 
 
 def not_readable(info):
@@ -78,10 +65,12 @@ def built_from_facts_failure(host, error):
 
 
 def with_run_clock(clock, record):
-    """The day-1 clock with the runtime's, the boot's and the proof's spans, read from this host's run record (its
-    actions' results: the runtime install, the deploy's last phase, the proof's decision and record)."""
+    """The day-1 clock with the download's, the runtime's, the boot's and the proof's spans, read from this host's
+    run record (its actions' results: the download's marks that action_plugins/hf_download.py keeps, the runtime
+    install, the deploy's last phase, the proof's decision and record)."""
+    downloaded = (run_record.result(record, run_record.DOWNLOAD) or {}).get("clock")
     steps = [run_record.result(record, step) or {} for step in ("install", "deploy", "decide", "record")]
-    return dict(clock or {}, **from_results(*steps))
+    return {**(clock or {}), **(downloaded if isinstance(downloaded, dict) else {}), **from_results(*steps)}
 
 
 def keep_calibration(args, facts):
@@ -122,7 +111,7 @@ class ActionModule(ActionBase):
         if problem is None or problem:
             return ""
         data = slurped(self._execute_module(module_name="ansible.legacy.slurp", module_args={"src": path},
-                                            task_vars=task_vars))
+                                            task_vars=task_vars), READ_LIMIT)
         return (data or b"").decode("utf-8", "replace")
 
     def run(self, tmp=None, task_vars=None):
