@@ -36,7 +36,10 @@ description:
   - A record it did not write (not JSON, no run id, over 4 MiB) is refused by name, never taken as no lock.
   - Never reports changed, the lock's own record is not a change of the host's state (a re-run stays changed=0).
   - The action plugin of the same name fills C(run_id) and C(holder) from the controller; call it, not this
-    module, from a play.
+    module, from a play. It answers a renewal within 1/20 of the lease after this run's last one, and a release
+    after this run's own release, from what the module told it earlier in the run, without a trip to the host (the
+    record still names this run for at least 19/20 of the lease); the first take and the first release always reach
+    the host.
 options:
   state:
     description:
@@ -106,6 +109,12 @@ waited:
   description: Seconds this run waited for the lock.
   returned: success
   type: float
+remembered:
+  description:
+    - True when the action answered on the controller, without a trip to the host - a renewal within 1/20 of the
+      lease after this run's own (same folder, wait and lease), or a release after this run's own release.
+  returned: when answered on the controller
+  type: bool
 """
 
 import os  # noqa: E402
