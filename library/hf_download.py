@@ -1,6 +1,7 @@
 #!/usr/bin/python
 """Ansible module: download a Hugging Face Hub repository into a folder, resuming partial files. This file is the
-module's shell (its documentation, arguments and exit); the work is in module_utils/sglang_download_*.py."""
+module's shell (its documentation, arguments and exit); the work is in module_utils/sglang_download_*.py. Its action
+(action_plugins/hf_download.py) runs it unchanged and keeps the download's marks in the controller's run record."""
 
 from __future__ import annotations
 

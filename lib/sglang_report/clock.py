@@ -1,11 +1,11 @@
 """The day-1 clock: when each phase of a run began and ended, and where the time went.
 
-The driver, CUDA and download phases are marked as they run (filter_plugins/sglang_clock.py, `mark` below) into a
-host fact, {phase: {start, end, note}}, times in epoch seconds on the controller's clock; the download's figures ride
-along under `fetch`. The runtime, the boot and the proof are read from the results of the actions that run them,
-each of which carries its own span (`from_results`). The report turns the whole into `section` (report.json's
-`clock`) and the summary's line (`line`). A phase this run did not reach has no entry; one it began and did not end
-(a failure) has no end.
+The driver and CUDA phases are marked as they run (the filter sglang_clock_mark, `mark` below) into a host fact,
+and the download's by its action into the run record (action_plugins/hf_download.py), {phase: {start, end, note}},
+times in epoch seconds on the controller's clock; the download's figures ride along under `fetch`. The runtime,
+the boot and the proof are read from the results of the actions that run them, each of which carries its own span
+(`from_results`). The report turns the whole into `section` (report.json's `clock`) and the summary's line (`line`).
+A phase this run did not reach has no entry; one it began and did not end (a failure) has no end.
 """
 
 from __future__ import annotations

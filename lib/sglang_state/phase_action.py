@@ -315,11 +315,11 @@ class PhaseAction(ActionBase):
     A subclass sets NAME, PHASE_OPTIONS ({phase: takes(...)}, in the order the role runs them), SPECS
     (phase_specs(NAME, documented_options(__file__, NAME), PHASE_OPTIONS)), STEPS ({phase: the name, or names, its
     result is kept under in the record}), BEGINS (the phases that begin a run: the others carry on the record's),
-    FRESH (the phase that begins a new record: the first look of a role's run), DROPS ({phase: the steps its result
-    makes stale}) and run_phase(); from_record() reads what an earlier phase found, here or on the server's other
-    nodes. An action of one phase takes no `phase` option. A phase refuses an unknown option, a missing one and a
-    value of the wrong type, naming each, what it takes and requires, and keeping the run as it stands, before
-    anything runs. No _VALID_ARGS: the spec is the one check."""
+    FRESH (the phase that begins a new record: the first look of a role's run, which keeps only the download's
+    entry), DROPS ({phase: the steps its result makes stale}) and run_phase(); from_record() reads what an earlier
+    phase found, here or on the server's other nodes. An action of one phase takes no `phase` option. A phase
+    refuses an unknown option, a missing one and a value of the wrong type, naming each, what it takes and
+    requires, and keeping the run as it stands, before anything runs. No _VALID_ARGS: the spec is the one check."""
 
     NAME = ""
     PHASE_OPTIONS = {}
@@ -371,7 +371,7 @@ class PhaseAction(ActionBase):
         phase = self._task.args.get("phase") if len(self.PHASE_OPTIONS) > 1 else next(iter(self.PHASE_OPTIONS), None)
         phase = phase if isinstance(phase, str) else None  # any other is refused by name below, nothing kept
         if phase in self.FRESH:
-            own = {}
+            own = run_record.fresh(own)  # a new record; the download begun before it is kept
         elif phase in self.BEGINS:
             own = run_record.begin(own, began)
         records.mine = own

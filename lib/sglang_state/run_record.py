@@ -7,6 +7,11 @@ after, failed or not: `run` (what the deploy did to the host so far, which the r
 by its name. The nodes of a server across nodes move in step (linear strategy), so a phase reads its peers' records
 of the step before it, as it reads its own. Nothing here is handed through YAML: the role passes settings only.
 
+The download's entry, results["download"] (action_plugins/hf_download.py keeps it after each of its calls):
+{"clock": the download's part of the day-1 clock ({"download": {start, end}, "fetch": {bytes...}}, in
+lib/sglang_report/clock.py's shape), "fetched": [each folder a try of this run fetched into]}. site.yml starts the
+downloads before the first look at the host, so a new record (`fresh`) and a new run (`begin`) keep it.
+
 Plain Python: tested without Ansible (tests/unit/test_run_record.py).
 """
 
@@ -24,7 +29,10 @@ FOLDER = "sglang-run"
 MAX_BYTES = 4 << 20
 # The steps a phase that begins a run keeps from before it: the first look at the host (observe) and the runtime
 # install, which come before the deploy's render in a role's run
-KEPT_BY_A_NEW_RUN = ("observe", "install")
+KEPT_BY_A_NEW_RUN = ("observe", "install", "download")
+# The steps the first look at the host (a new record) keeps: the download, which site.yml starts before it
+KEPT_BY_A_NEW_RECORD = ("download",)
+DOWNLOAD = "download"
 
 
 class RecordError(Exception):
@@ -77,10 +85,19 @@ def write(folder, host, record):
         raise
 
 
+def _kept(record, steps):
+    return {step: result for step, result in (record.get("results") or {}).items() if step in steps}
+
+
 def begin(record, began):
     """A record whose run begins now (render, restore): the run is new, the steps after the first look are gone."""
-    kept = {step: result for step, result in (record.get("results") or {}).items() if step in KEPT_BY_A_NEW_RUN}
-    return {"run": {"began": began}, "results": kept}
+    return {"run": {"began": began}, "results": _kept(record, KEPT_BY_A_NEW_RUN)}
+
+
+def fresh(record):
+    """A new record (the first look at the host): nothing of before is kept but the download's entry."""
+    kept = _kept(record, KEPT_BY_A_NEW_RECORD)
+    return {"results": kept} if kept else {}
 
 
 def result(record, step):

@@ -573,7 +573,8 @@ def run_model_yml(tmp_path, hub_url, target, steps):
             "dest": str(tmp_path / ("step%d.json" % number)),
             "content": "{{ {'read': _sglang_checkpoint_read is not skipped, "
                        "'kept': _sglang_checkpoints | default({}) | list, "
-                       "'fetched': _sglang_fetched | default([])} | to_json }}"}})
+                       "'fetched': (inventory_hostname | sglang_run_result('download')).fetched | default([])}"
+                       " | to_json }}"}})
     play = tmp_path / "model.yml"
     play.write_text(yaml.safe_dump([{"hosts": "localhost", "connection": "local", "gather_facts": False,
                                      "vars": {"sglang_model_path": str(target), "sglang_model_hf_repo": "org/model",

@@ -284,7 +284,8 @@ def test_started_again_after_a_kill_it_continues_the_parts_and_counts_every_byte
 
 def test_download_yml_after_an_early_download_that_finished_ends_the_phase_with_its_bytes(tmp_path):
     # the early download may finish before the model step: the step still ends the download phase on the day-1
-    # clock, with the whole download's bytes from the ledger (it only lists the revision), and marks it complete
+    # clock (in this run's record), with the whole download's bytes from the ledger (it only lists the revision), and
+    # marks it complete
     files = checkpoint([2**20, 2**20, 2**20])  # a checkpoint hf_checkpoint_status can mark complete
     server = paced_hub(files, 4 * 1024 * 1024)
     try:
@@ -300,20 +301,27 @@ def test_download_yml_after_an_early_download_that_finished_ends_the_phase_with_
         play = tmp_path / "play.yml"
         play.write_text(yaml.safe_dump([{
             "hosts": "localhost", "connection": "local", "gather_facts": False, "tasks": [
-                {"name": "The early start's mark", "ansible.builtin.set_fact": {
-                    "_sglang_day1_clock": {"download": {"start": time.time() - 5}}}},
+                # the early start's mark, as its action keeps it in this run's record (a test double's action,
+                # tests/unit/run_record_seed/)
+                {"name": "The early start's mark", "sglang_seed_run_record": {"record": {"results": {"download": {
+                    "clock": {"download": {"start": time.time() - 5}}, "fetched": []}}}}},
                 {"name": "download", "ansible.builtin.include_role": {"name": "sglang", "tasks_from": "download"},
                  "vars": dict(step, _sglang_internal="download")},
-                {"name": "Keep the clock", "ansible.builtin.copy": {
-                    "content": "{{ _sglang_day1_clock | to_json }}", "dest": str(clock_file)}}]}]))
-        env = dict(os.environ, ANSIBLE_CONFIG=str(REPO_ROOT / "ansible.cfg"), ANSIBLE_NOCOLOR="1")
+                {"name": "Keep what the run record holds of the download", "ansible.builtin.copy": {
+                    "content": "{{ inventory_hostname | sglang_run_result('download') | to_json }}",
+                    "dest": str(clock_file)}}]}]))
+        env = dict(os.environ, ANSIBLE_CONFIG=str(REPO_ROOT / "ansible.cfg"), ANSIBLE_NOCOLOR="1",
+                   ANSIBLE_ACTION_PLUGINS=os.pathsep.join([str(REPO_ROOT / "action_plugins"),
+                                                           str(REPO_ROOT / "tests/unit/run_record_seed")]))
         result = subprocess.run([str(pathlib.Path(sys.executable).parent / "ansible-playbook"), str(play),
                                  "-e", "ansible_become=false"], cwd=REPO_ROOT, env=env, capture_output=True,
                                 text=True, timeout=300)
     finally:
         server.shutdown()
     assert result.returncode == 0, result.stdout + result.stderr
-    clock = json.loads(clock_file.read_text())
+    kept = json.loads(clock_file.read_text())
+    clock = kept["clock"]
+    assert kept["fetched"] == [str(target)], kept
     total = sum(len(d) for d in files.values())
     assert clock["download"]["end"] > clock["download"]["start"], clock
     assert clock["fetch"]["bytes_fetched"] == total and clock["fetch"]["bytes_total"] == total, clock

@@ -131,7 +131,7 @@ def test_mark_refuses_an_unknown_phase_or_edge():
 
 def test_the_filter_marks_now_and_names_a_wrong_phase():
     from ansible.errors import AnsibleFilterError
-    from sglang_clock import FilterModule
+    from sglang_proof import FilterModule
 
     mark = FilterModule().filters()["sglang_clock_mark"]
     got = mark({}, "driver", "start")
