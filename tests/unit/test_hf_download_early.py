@@ -326,3 +326,52 @@ def test_download_yml_after_an_early_download_that_finished_ends_the_phase_with_
     assert clock["download"]["end"] > clock["download"]["start"], clock
     assert clock["fetch"]["bytes_fetched"] == total and clock["fetch"]["bytes_total"] == total, clock
     assert (target / ".sglang-download-complete").exists() and not (target / ".sglang-download.json").exists()
+
+
+def test_the_early_start_and_the_tries_keep_the_download_in_this_run_s_record(tmp_path):
+    # the role's own tasks through ansible-playbook: download_early.yml's action keeps the phase's start when the
+    # early download runs; download.yml's tries keep that start, and the try that is done its end, the whole
+    # download's bytes and the folder (action_plugins/hf_download.py)
+    files = checkpoint([2**20, 2**20, 2**20])
+    server = paced_hub(files, 1024 * 1024)
+    try:
+        args, target = args_for(server, tmp_path)
+        step = {"_sglang_download_repo": "org/model", "_sglang_download_revision": "main",
+                "_sglang_download_path": str(target), "sglang_user": "root", "sglang_hf_token": "",
+                "sglang_hf_token_file": str(tmp_path / "no-token"), "sglang_hf_endpoint": args["endpoint"],
+                "sglang_backup_dir": str(tmp_path / "backups")}
+
+        def keep(name):
+            return {"name": "Keep the record as it stands (%s)" % name, "ansible.builtin.copy": {
+                "content": "{{ inventory_hostname | sglang_run_result('download') | to_json }}",
+                "dest": str(tmp_path / (name + ".json"))}}
+
+        play = tmp_path / "play.yml"
+        play.write_text(yaml.safe_dump([{
+            "hosts": "localhost", "connection": "local", "gather_facts": False, "tasks": [
+                keep("before"),
+                {"name": "early", "ansible.builtin.include_role": {"name": "sglang", "tasks_from": "download_early"},
+                 "vars": dict(step, _sglang_internal="download_early")},
+                keep("early"),
+                {"name": "download", "ansible.builtin.include_role": {"name": "sglang", "tasks_from": "download"},
+                 "vars": dict(step, _sglang_internal="download")},
+                keep("after")]}]))
+        env = dict(os.environ, ANSIBLE_CONFIG=str(REPO_ROOT / "ansible.cfg"), ANSIBLE_NOCOLOR="1")
+        began = time.time()
+        result = subprocess.run([str(pathlib.Path(sys.executable).parent / "ansible-playbook"), str(play),
+                                 "-e", "ansible_become=false"], cwd=REPO_ROOT, env=env, capture_output=True,
+                                text=True, timeout=300)
+    finally:
+        server.shutdown()
+    assert result.returncode == 0, result.stdout + result.stderr
+    before, early, after = (json.loads((tmp_path / (name + ".json")).read_text())
+                            for name in ("before", "early", "after"))
+    assert before == {}  # a run's record begins empty: nothing of an earlier run
+    assert began < early["clock"]["download"]["start"] and "end" not in early["clock"]["download"], early
+    assert early["fetched"] == []
+    total = sum(len(d) for d in files.values())
+    assert after["clock"]["download"]["start"] == early["clock"]["download"]["start"], after  # the early start kept
+    assert after["clock"]["download"]["end"] > after["clock"]["download"]["start"], after
+    assert after["clock"]["fetch"]["bytes_fetched"] == total and after["clock"]["fetch"]["bytes_total"] == total
+    assert after["fetched"] == [str(target)]
+    assert (target / ".sglang-download-complete").exists()
