@@ -368,14 +368,16 @@ class PhaseAction(ActionBase):
             own = records.own()
         except run_record.RecordError as error:
             return {"failed": True, "msg": "%s: %s" % (self.NAME, error), "clock": {"start": began, "end": began}}
-        phase = self._task.args.get("phase") if len(self.PHASE_OPTIONS) > 1 else next(iter(self.PHASE_OPTIONS), None)
-        phase = phase if isinstance(phase, str) else None  # any other is refused by name below, nothing kept
+        own_args = dict(self._task.args)
+        phase, wrong = self._phase_of(own_args)
+        if wrong:  # refused by name, nothing kept
+            return {"failed": True, "msg": wrong, "clock": {"start": began, "end": time.time()}}
         if phase in self.FRESH:
             own = run_record.fresh(own)  # a new record; the download begun before it is kept
         elif phase in self.BEGINS:
             own = run_record.begin(own, began)
         records.mine = own
-        result = self._run(tmp, task_vars, records)
+        result = self._run(tmp, task_vars, records, phase, own_args)
         result["clock"] = {"start": began, "end": time.time()}
         if phase in self.STEPS:
             try:
@@ -385,11 +387,7 @@ class PhaseAction(ActionBase):
                     (result.get("msg") + "; ") if result.get("failed") else "", self.NAME, error))
         return result
 
-    def _run(self, tmp, task_vars, records):
-        own = dict(self._task.args)
-        phase, wrong = self._phase_of(own)
-        if wrong:
-            return {"failed": True, "msg": wrong}
+    def _run(self, tmp, task_vars, records, phase, own):
         # the run as the record keeps it: what this run did to the host so far (a beginning phase's is new)
         kept = records.mine.get("run")
         run = dict(transaction.new_run(), **(kept if isinstance(kept, dict) else {}))
