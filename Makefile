@@ -95,20 +95,20 @@ CHECKS := lint collection sanity unit core-next
 VERDICTS := .cache/molecule/logs
 test: venv chromium prometheus
 	molecule/harness/prepare.sh
-	@t0=$$(date +%s); at() { echo "at $$(( $$(date +%s) - t0 )) s"; }; rm -f $(VERDICTS)/*.verdict; \
+	@t0=$$(date +%s); since() { echo "at $$(( $$(date +%s) - t0 )) s"; }; rm -f $(VERDICTS)/*.verdict; \
 	MOLECULE_LANES=$${MOLECULE_LANES:-5} molecule/harness/run.sh $(SCENARIOS) >.cache/molecule/lanes.out 2>&1 & \
 	lanes=$$!; \
 	{ while [ ! -f $(VERDICTS)/real_server.verdict ] && kill -0 $$lanes 2>/dev/null; do sleep 5; done; \
-	  began=$$(date +%s); echo "[test] real-contract began $$(at)"; \
+	  began=$$(date +%s); echo "[test] real-contract began $$(since)"; \
 	  $(MAKE) --no-print-directory real-contract; rc=$$?; [ $$rc -eq 0 ] || echo "[test] real-contract FAILED"; \
-	  echo "[test] real-contract: $$(( $$(date +%s) - began )) s, ended $$(at)"; exit $$rc; \
+	  echo "[test] real-contract: $$(( $$(date +%s) - began )) s, ended $$(since)"; exit $$rc; \
 	} >.cache/real-contract.out 2>&1 & \
 	contract=$$!; checks=0; \
 	for part in $(CHECKS); do \
 	  began=$$(date +%s); $(MAKE) --no-print-directory $$part || { checks=1; echo "[test] $$part FAILED"; break; }; \
-	  echo "[test] $$part: $$(( $$(date +%s) - began )) s, ended $$(at)"; \
+	  echo "[test] $$part: $$(( $$(date +%s) - began )) s, ended $$(since)"; \
 	done; \
-	wait $$lanes; scenarios=$$?; cat .cache/molecule/lanes.out; echo "[test] scenarios ended $$(at)"; \
+	wait $$lanes; scenarios=$$?; cat .cache/molecule/lanes.out; echo "[test] scenarios ended $$(since)"; \
 	wait $$contract; real=$$?; cat .cache/real-contract.out; \
 	[ $$checks -eq 0 ] && [ $$scenarios -eq 0 ] && [ $$real -eq 0 ]
 
