@@ -94,3 +94,25 @@ def test_a_server_is_proven_in_full_when_one_node_needs_it(tmp_path):
         records.mine = records.own()
         found = action.ActionModule.from_record(None, "prove", {"batch": ["a", "b"]}, records)
         assert found["planned"] == levels["b"]
+
+
+def _nodes_check():
+    """nodes.yml's first task, the check of a server's nodes before anything restarts, as the role writes it."""
+    with open(os.path.join(REPO, "roles", "sglang", "tasks", "nodes.yml"), encoding="utf-8") as handle:
+        return yaml.safe_load(handle)[0]
+
+
+@pytest.mark.parametrize("b_sglang, said", [("0.5.23", None), ("0.5.9", r'b has versions \{\\"sglang\\": \\"0.5.9\\"\} '
+                                                                        r'where a has \{\\"sglang\\": \\"0.5.23')])
+def test_the_nodes_check_reads_each_nodes_runtime_from_its_install_in_the_run_s_record(tmp_path, b_sglang, said):
+    check = dict(_nodes_check())
+    assert "sglang_run_result', 'install'" in check["vars"]["_refusals"]  # not a peer's fact through hostvars
+    check["vars"] = dict(check["vars"], sglang_server_name="s", sglang_nccl_socket_ifname="",
+                         sglang_gloo_socket_ifname="", _sglang_model={"sha256": "same"})
+    records = {host: {"results": {"install": {"versions": {"sglang": "0.5.23" if host == "a" else b_sglang}}}}
+               for host in ("a", "b")}
+    if said is None:
+        run(tmp_path, [check], records)
+    else:
+        with pytest.raises(AssertionError, match="The nodes of s differ: " + said):
+            run(tmp_path, [check], records)
