@@ -28,8 +28,8 @@ from ansible.utils.vars import merge_hash
 # As the filters do: the run record and the clock live in lib/ beside this folder (plugins/lib in the collection).
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.realpath(__file__)), os.pardir, "lib"))
 
-from sglang_report.clock import add_download, mark  # noqa: E402
-from sglang_state import run_record  # noqa: E402
+from sglang_report.clock import add_download, mark
+from sglang_state import run_record
 
 
 def noted(kept, answer, path, background, began, now):

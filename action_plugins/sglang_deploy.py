@@ -15,9 +15,9 @@ import sys
 # As the filters do: the decisions live in lib/ beside this folder (plugins/lib in the collection).
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.realpath(__file__)), os.pardir, "lib"))
 
-from sglang_checks import planhost  # noqa: E402
-from sglang_state import transaction  # noqa: E402
-from sglang_state.phase_action import PhaseAction, documented_options, phase_specs, takes, typed  # noqa: E402
+from sglang_checks import planhost
+from sglang_state import transaction
+from sglang_state.phase_action import PhaseAction, documented_options, phase_specs, takes, typed
 
 # The keys of the `common` the role passes (roles/sglang/vars/main.yml): _sglang_deploy to the deploy's phases,
 # _sglang_restore to a restore. A phase that takes one takes all its keys, read or not: one dict serves phases that

@@ -14,10 +14,10 @@ import sys
 # As the filters do: the decisions live in lib/ beside this folder (plugins/lib in the collection).
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.realpath(__file__)), os.pardir, "lib"))
 
-import yaml  # noqa: E402
-from sglang_state import server_proof_level, transaction_proof  # noqa: E402
-from sglang_state.phase_action import PhaseAction, documented_options, phase_specs, takes  # noqa: E402
-from sglang_state.slurped import slurped  # noqa: E402
+import yaml
+from sglang_state import server_proof_level, transaction_proof
+from sglang_state.phase_action import PhaseAction, documented_options, phase_specs, takes
+from sglang_state.slurped import slurped
 
 # SGLang's --config file is a few KiB; anything much larger is not the one the role rendered
 CONFIG_LIMIT = 1 << 20

@@ -15,8 +15,8 @@ import sys
 # As the filters do: the decisions live in lib/ beside this folder (plugins/lib in the collection).
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.realpath(__file__)), os.pardir, "lib"))
 
-from sglang_state import transaction, transaction_rescue  # noqa: E402
-from sglang_state.phase_action import PhaseAction, documented_options, phase_specs, takes  # noqa: E402
+from sglang_state import transaction, transaction_rescue
+from sglang_state.phase_action import PhaseAction, documented_options, phase_specs, takes
 
 # What each phase reads (lib/sglang_state/transaction_rescue.py): the one place an option is added;
 # library/sglang_rescue.py documents exactly these. What an earlier phase found is read from this run's record.

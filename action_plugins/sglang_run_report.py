@@ -20,14 +20,14 @@ from ansible.utils.display import Display
 # As the filters do: the report lives in lib/ beside this folder (plugins/lib in the collection).
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.realpath(__file__)), os.pardir, "lib"))
 
-from ansible import constants as C  # noqa: E402
-from sglang_checks import kept  # noqa: E402
-from sglang_report.clock import from_results  # noqa: E402
-from sglang_report.inputs import ARGUMENTS, ReportInputError, check_args  # noqa: E402
-from sglang_report.report import build_run_report, calibration_source  # noqa: E402
-from sglang_report.summary import summary_lines  # noqa: E402
-from sglang_state import run_record  # noqa: E402
-from sglang_state.slurped import slurped  # noqa: E402
+from ansible import constants as C
+from sglang_checks import kept
+from sglang_report.clock import from_results
+from sglang_report.inputs import ARGUMENTS, ReportInputError, check_args
+from sglang_report.report import build_run_report, calibration_source
+from sglang_report.summary import summary_lines
+from sglang_state import run_record
+from sglang_state.slurped import slurped
 
 display = Display()
 # The unit and a calibration fact are a few KiB; anything much larger is not one of ours.

@@ -14,8 +14,8 @@ import sys
 # As the filters do: the decisions live in lib/ beside this folder (plugins/lib in the collection).
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.realpath(__file__)), os.pardir, "lib"))
 
-from sglang_state import runtime_install  # noqa: E402
-from sglang_state.phase_action import PhaseAction, documented_options, phase_specs, takes  # noqa: E402
+from sglang_state import runtime_install
+from sglang_state.phase_action import PhaseAction, documented_options, phase_specs, takes
 
 # What the install reads: the one place an option is added; library/sglang_runtime_install.py documents exactly these.
 PHASE_OPTIONS = {

@@ -21,7 +21,7 @@ from ansible.errors import AnsibleFilterError
 # filter_plugins/ as a plugin: the planner lives in lib/ and is put on the path here.
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.realpath(__file__)), os.pardir, "lib"))
 
-import sglang_kvplan  # noqa: E402
+import sglang_kvplan
 
 
 def _wrap(function):

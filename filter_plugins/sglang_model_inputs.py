@@ -12,7 +12,7 @@ import sys
 # Ansible loads filter plugins by path, not as a package: the decisions live in lib/, put on the path here.
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.realpath(__file__)), os.pardir, "lib"))
 
-import sglang_state  # noqa: E402
+import sglang_state
 
 
 def model_inputs(checkpoints, setup):

@@ -23,11 +23,11 @@ import time
 # Ansible loads filter plugins by path, not as a package: the decisions live in lib/, put on the path here.
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.realpath(__file__)), os.pardir, "lib"))
 
-from ansible import constants as C  # noqa: E402
-from ansible.errors import AnsibleFilterError  # noqa: E402
-from sglang_report.clock import ClockError, mark  # noqa: E402
-from sglang_state import run_record  # noqa: E402
-from sglang_state.nodes import nodes_refusals  # noqa: E402
+from ansible import constants as C
+from ansible.errors import AnsibleFilterError
+from sglang_report.clock import ClockError, mark
+from sglang_state import run_record
+from sglang_state.nodes import nodes_refusals
 
 
 def run_results(nodes, step):

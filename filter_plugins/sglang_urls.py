@@ -13,7 +13,7 @@ import sys
 # Ansible loads filter plugins by path, not as a package: the derivations live in lib/, put on the path here.
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.realpath(__file__)), os.pardir, "lib"))
 
-from sglang_checks import urls  # noqa: E402
+from sglang_checks import urls
 
 
 class FilterModule:

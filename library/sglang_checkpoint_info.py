@@ -108,15 +108,15 @@ files_sha256:
   type: str
 """
 
-import glob  # noqa: E402 - ansible-test wants the imports after the documentation
-import hashlib  # noqa: E402
-import json  # noqa: E402
-import math  # noqa: E402
-import os  # noqa: E402
-import stat  # noqa: E402
+import glob
+import hashlib
+import json
+import math
+import os
+import stat
 
-from ansible.module_utils.basic import AnsibleModule  # noqa: E402
-from ansible.module_utils.sglang_errors import failures_as_sentences  # noqa: E402
+from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.sglang_errors import failures_as_sentences
 
 # A config.json or an index is a few KiB to a few MiB; anything larger is not one.
 LIMIT = 16 << 20

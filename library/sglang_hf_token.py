@@ -74,16 +74,16 @@ folders:
   elements: str
 """
 
-import errno  # noqa: E402 - ansible-test wants the imports after the documentation
-import grp  # noqa: E402
-import os  # noqa: E402
-import pwd  # noqa: E402
-import secrets  # noqa: E402
-import stat  # noqa: E402
+import errno
+import grp
+import os
+import pwd
+import secrets
+import stat
 
-from ansible.module_utils.basic import AnsibleModule  # noqa: E402
-from ansible.module_utils.sglang_errors import failures_as_sentences  # noqa: E402
-from ansible.module_utils.sglang_files import write_failed  # noqa: E402
+from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.sglang_errors import failures_as_sentences
+from ansible.module_utils.sglang_files import write_failed
 
 # Where a home or an owned folder must not resolve to (lib/sglang_checks/kinds.py refuses the same as text; here it is
 # the real path, after the links): folders whose owner the role would change, and the trees below system ones.

@@ -117,12 +117,12 @@ remembered:
   type: bool
 """
 
-import os  # noqa: E402
-import time  # noqa: E402
+import os
+import time
 
-from ansible.module_utils.basic import AnsibleModule  # noqa: E402
-from ansible.module_utils.sglang_errors import failures_as_sentences  # noqa: E402
-from ansible.module_utils.sglang_run_lease import MIN_LEASE, LeaseError, LeaseHeld, acquire, release  # noqa: E402
+from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.sglang_errors import failures_as_sentences
+from ansible.module_utils.sglang_run_lease import MIN_LEASE, LeaseError, LeaseHeld, acquire, release
 
 
 def run(module):

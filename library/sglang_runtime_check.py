@@ -81,12 +81,12 @@ imports:
   type: dict
 """
 
-import json  # noqa: E402 - ansible-test wants the imports after the documentation
-import os  # noqa: E402
-import subprocess  # noqa: E402
+import json
+import os
+import subprocess
 
-from ansible.module_utils.basic import AnsibleModule  # noqa: E402
-from ansible.module_utils.sglang_errors import failures_as_sentences  # noqa: E402
+from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.sglang_errors import failures_as_sentences
 
 # Run by the runtime's own python; each check is caught, so one failing import names itself.
 SCRIPT = r"""

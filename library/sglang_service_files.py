@@ -104,14 +104,14 @@ diff:
   elements: dict
 """
 
-import grp  # noqa: E402 - ansible-test wants the imports after the documentation
-import os  # noqa: E402
-import pwd  # noqa: E402
-import stat  # noqa: E402
+import grp
+import os
+import pwd
+import stat
 
-from ansible.module_utils.basic import AnsibleModule  # noqa: E402
-from ansible.module_utils.sglang_errors import failures_as_sentences  # noqa: E402
-from ansible.module_utils.sglang_files import (  # noqa: E402
+from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.sglang_errors import failures_as_sentences
+from ansible.module_utils.sglang_files import (
     NotPlainFile,
     WriteFailed,
     discard,

@@ -367,7 +367,7 @@ def main():
                                 [check.get("name") for check in result["checks"] if isinstance(check, dict)] or
                                 "(none yet)", module.params["url"]),
                          exception=traceback.format_exc(), **result)
-    except Exception as error:  # noqa: BLE001 - report, never a traceback, but keep it for -vvv
+    except Exception as error:  # report, never a traceback, but keep it for -vvv
         progress.end()
         module.fail_json(msg="Smoke test stopped on an unexpected %s: %s" % (type(error).__name__, error),
                          exception=traceback.format_exc(), **result)

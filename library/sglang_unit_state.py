@@ -64,10 +64,10 @@ record_problem:
   type: str
 """
 
-from ansible.module_utils.basic import AnsibleModule  # noqa: E402 - ansible-test wants the imports after the docs
-from ansible.module_utils.sglang_errors import failures_as_sentences  # noqa: E402
-from ansible.module_utils.sglang_files import load_json  # noqa: E402
-from ansible.module_utils.sglang_systemd import SYSTEMCTL_TIMEOUT, show  # noqa: E402
+from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.sglang_errors import failures_as_sentences
+from ansible.module_utils.sglang_files import load_json
+from ansible.module_utils.sglang_systemd import SYSTEMCTL_TIMEOUT, show
 
 PROPERTIES = ("ActiveState", "UnitFileState", "InvocationID", "MainPID", "ExecMainStartTimestamp")
 

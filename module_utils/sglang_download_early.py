@@ -134,7 +134,7 @@ def early_start(p, endpoint, token, lock, send):
         send({"error": str(err), "fetched": err.fetched, "resumed": err.resumed, "warnings": warnings})
         lock.close()
         return
-    except Exception as err:  # noqa: BLE001 - the module says it in a sentence; this process only reports
+    except Exception as err:  # the module says it in a sentence; this process only reports
         send({"error": "the early download's start failed: %s: %s" % (type(err).__name__, err), "warnings": warnings})
         lock.close()
         return
@@ -178,7 +178,7 @@ def early_worker(p, endpoint, token, found, todo, lock, moved):
         written = download(p, endpoint, token, found, todo, None, lambda _text: None, moved)[2]
         stop.set()
         note("done", fetched=written)
-    except Exception as err:  # noqa: BLE001 - the ledger says why it stopped; the join fetches again itself
+    except Exception as err:  # the ledger says why it stopped; the join fetches again itself
         stop.set()
         note("failed", error=str(err)[:2000])
     finally:

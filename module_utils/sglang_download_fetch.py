@@ -29,7 +29,7 @@ def new_digest(proof, size):
     """The running hash that checks a file against its listed proof: sha256 of the bytes, or git's blob sha1 (which
     begins with "blob <size>\\0")."""
     if proof[0] == "git":
-        return hashlib.sha1(b"blob %d\x00" % size)  # noqa: S324 - git's content id, as the Hub lists it
+        return hashlib.sha1(b"blob %d\x00" % size)  # git's content id, as the Hub lists it
     return hashlib.sha256()
 
 

@@ -20,6 +20,6 @@ def failures_as_sentences(module, doing):
     exit_json and fail_json end the module with SystemExit, which passes through untouched."""
     try:
         yield
-    except Exception as error:  # noqa: BLE001 - every failure must reach the operator as a sentence
+    except Exception as error:  # every failure must reach the operator as a sentence
         module.fail_json(msg="%s failed: %s. This is a defect of the module or an input it does not expect; "
                              "run with -vvv for its traceback." % (doing, sentence(error)))

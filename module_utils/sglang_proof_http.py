@@ -99,7 +99,7 @@ class Client:
             except ConnectionError as error:  # reset or broken while the answer was read: the same, said plainly
                 holder["error"] = Retryable("%s %s broke off mid-answer (%s): the connection was reset"
                                             % (method, self.url + path, type(error).__name__))
-            except BaseException as error:  # noqa: BLE001 - handed to the waiting caller
+            except BaseException as error:  # handed to the waiting caller
                 holder["error"] = error
 
         worker = threading.Thread(target=work, name="sglang-smoke-request", daemon=True)
@@ -189,7 +189,7 @@ def _read_error_body(error):
     """SGLang's own message from an error response: OpenAI {"message"}, native {"error":{"message"}}."""
     try:
         raw = error_body(error)
-    except Exception:  # noqa: BLE001 - a body we cannot read is reported as empty
+    except Exception:  # a body we cannot read is reported as empty
         raw = ""
     try:
         body = json.loads(raw)

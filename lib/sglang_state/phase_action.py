@@ -415,7 +415,7 @@ class PhaseAction(ActionBase):
             result = failed(phase, run, str(failure), changed=bool(run.get("changed_this_run")))
         except AnsibleError:
             raise  # the connection's or a template's own error, which Ansible reports (an unreachable host included)
-        except Exception as error:  # noqa: BLE001 - the arguments passed: what is left is the phase's own defect
+        except Exception as error:  # the arguments passed: what is left is the phase's own defect
             result = failed(phase, run, "%s: a defect in this phase, not in the task's arguments: %s: %s; run with "
                                         "-vvv for the traceback" % (self._where(phase), type(error).__name__, error),
                             changed=bool(run.get("changed_this_run")))

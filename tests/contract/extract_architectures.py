@@ -47,7 +47,7 @@ import re
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import extract_flags  # noqa: E402
+import extract_flags
 
 SRT = "sglang/srt/"
 MODEL_CONFIG = SRT + "configs/model_config.py"

@@ -12,9 +12,9 @@ import sys
 import pytest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import extract_architectures  # noqa: E402
-from sglang_kvplan import architectures  # noqa: E402
-from test_release_flags import COMMITTED, checked_releases, wheel  # noqa: E402
+import extract_architectures
+from sglang_kvplan import architectures
+from test_release_flags import COMMITTED, checked_releases, wheel
 
 with open(architectures.TABLE_FILE, encoding="utf-8") as _handle:
     TABLE = json.load(_handle)["releases"]

@@ -20,8 +20,8 @@ import pytest
 import yaml
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import extract_flags  # noqa: E402
-from flagcheck import RELEASES, REPO, check_args, deprecations, load_table, release_of  # noqa: E402
+import extract_flags
+from flagcheck import RELEASES, REPO, check_args, deprecations, load_table, release_of
 
 WHEELS = os.path.join(REPO, ".cache", "sglang-wheels")
 DEFAULTS = os.path.join(REPO, "roles", "sglang", "defaults", "main.yml")

@@ -12,9 +12,9 @@ import sys
 import pytest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import extract_rules  # noqa: E402
-import sglang_kvplan as kv  # noqa: E402
-from test_release_flags import COMMITTED, RULES_TABLE, checked_releases, wheel  # noqa: E402
+import extract_rules
+import sglang_kvplan as kv
+from test_release_flags import COMMITTED, RULES_TABLE, checked_releases, wheel
 
 with open(RULES_TABLE, encoding="utf-8") as _handle:
     TABLE = json.load(_handle)["releases"]

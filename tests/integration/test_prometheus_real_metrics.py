@@ -27,7 +27,7 @@ BODY = RECORDED["answers"]["metrics"]["body"].replace("@WORK@", "/work").encode(
 @contextlib.contextmanager
 def serving_the_recording():
     class Handler(BaseHTTPRequestHandler):
-        def do_GET(self):  # noqa: N802 - the name http.server calls
+        def do_GET(self):  # the name http.server calls
             self.send_response(200 if self.path == "/metrics" else 404)
             self.send_header("content-type", "text/plain; version=0.0.4; charset=utf-8")
             self.end_headers()

@@ -80,7 +80,7 @@ class Upstream:
                     return self._answer(200, {"text": upstream.name, "meta_info": {}})
                 return self._answer(404, {"error": "not found"})
 
-            do_GET = do_POST = _handle  # noqa: N815 - the names http.server calls
+            do_GET = do_POST = _handle  # the names http.server calls
 
             def log_message(self, *args):
                 pass

@@ -48,7 +48,7 @@ def trickling_server(where):
     class Trickle(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
 
-        def do_GET(self):  # noqa: N802 - the name http.server calls
+        def do_GET(self):  # the name http.server calls
             if self.path.startswith("/health"):
                 self.send_response(200)
                 self.send_header("content-length", "0")

@@ -16,7 +16,7 @@ def answering(info, models=None):
     (404 when None)."""
 
     class Answer(BaseHTTPRequestHandler):
-        def do_GET(self):  # noqa: N802 - the name http.server calls
+        def do_GET(self):  # the name http.server calls
             status, body = 200, b""
             if self.path.startswith("/server_info"):
                 body = json.dumps(info).encode()
@@ -74,7 +74,7 @@ def heading(head):
     HTTP server sends) and a small JSON body."""
 
     class Head(BaseHTTPRequestHandler):
-        def do_GET(self):  # noqa: N802 - the name http.server calls
+        def do_GET(self):  # the name http.server calls
             body = b'{"max_total_num_tokens": 218485}'
             try:
                 self.wfile.write(head + b"content-length: %d\r\n\r\n" % len(body) + body)

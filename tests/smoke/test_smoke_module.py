@@ -146,7 +146,7 @@ def test_not_json_is_reported(smoke):
     import threading
 
     class Plain(http.server.BaseHTTPRequestHandler):
-        def do_GET(self):  # noqa: N802
+        def do_GET(self):
             self.send_response(200)
             self.end_headers()
             self.wfile.write(b"<html>hello</html>")
@@ -187,7 +187,7 @@ def test_a_streamed_error_event_is_reported_with_the_servers_words():
     words = "Input length (230000 tokens) exceeds the maximum allowed length (218479 tokens)."
 
     class Streamed(http.server.BaseHTTPRequestHandler):
-        def do_POST(self):  # noqa: N802
+        def do_POST(self):
             self.rfile.read(int(self.headers["content-length"]))
             self.send_response(200)
             self.send_header("content-type", "text/event-stream")

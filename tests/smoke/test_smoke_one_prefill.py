@@ -43,10 +43,10 @@ def without_generate(upstream):
             self.end_headers()
             self.wfile.write(data)
 
-        def do_GET(self):  # noqa: N802 - the name http.server calls
+        def do_GET(self):  # the name http.server calls
             self._relay("GET")
 
-        def do_POST(self):  # noqa: N802
+        def do_POST(self):
             self._relay("POST")
 
         def log_message(self, *args):
@@ -73,7 +73,7 @@ def events_server(events, status=200):
     class Stream(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
 
-        def do_POST(self):  # noqa: N802 - the name http.server calls
+        def do_POST(self):  # the name http.server calls
             self.rfile.read(int(self.headers.get("content-length") or 0))
             self.send_response(status)
             self.send_header("content-type", "text/event-stream")

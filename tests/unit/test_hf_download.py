@@ -27,7 +27,7 @@ import yaml
 
 REPO_ROOT = pathlib.Path(__file__).resolve().parents[2]
 SHA = "0123456789abcdef0123456789abcdef01234567"
-TOKEN = "hf_notarealtoken_for_the_test_0123456789"  # noqa: S105 - a test value, not a secret
+TOKEN = "hf_notarealtoken_for_the_test_0123456789"  # a test value, not a secret
 
 
 def safetensors(tensors):

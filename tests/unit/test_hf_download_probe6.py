@@ -155,7 +155,7 @@ def test_probe6_d8_same_size_other_bytes_of_a_plain_file_are_caught_by_its_git_b
     rc, out, target = download(serve(files={"config.json": good}, served={"config.json": bad}), tmp_path)
     assert rc != 0 and "config.json" in out["msg"] and "git blob id" in out["msg"], out
     assert not (target / "config.json").exists() and not (target / "config.json.part").exists()
-    expected = hashlib.sha1(b"blob %d\x00" % len(good) + good).hexdigest()  # noqa: S324 - git's id, as listed
+    expected = hashlib.sha1(b"blob %d\x00" % len(good) + good).hexdigest()  # git's id, as listed
     assert expected in out["msg"]
     rc, out, target = download(serve(files={"config.json": good}), tmp_path)
     assert rc == 0 and (target / "config.json").read_bytes() == good, out

@@ -13,7 +13,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-KEY = "admin-key-from-a-file-0123456789"  # noqa: S105 - a test value
+KEY = "admin-key-from-a-file-0123456789"  # a test value
 
 
 class Peer(BaseHTTPRequestHandler):
@@ -101,8 +101,8 @@ def test_an_answer_head_no_http_server_sends_names_the_peer_not_the_network(tmp_
     assert "cannot reach" not in result["msg"]
 
 
-PASSWORD = "SEKRETpw1"  # noqa: S105 - a test value
-WORKER_PASSWORD = "SEKRETw0rker"  # noqa: S105 - a test value
+PASSWORD = "SEKRETpw1"  # a test value
+WORKER_PASSWORD = "SEKRETw0rker"  # a test value
 
 
 def test_credentials_in_the_router_url_reach_no_message(tmp_path):
@@ -194,6 +194,6 @@ def test_a_key_file_that_is_a_fifo_a_device_or_a_folder_is_refused_without_waiti
 
 
 def test_a_token_given_as_the_urls_user_is_masked_in_the_invocation_too(tmp_path):
-    token = "tok-0123456789abcdef"  # noqa: S105 - a test value
+    token = "tok-0123456789abcdef"  # a test value
     rc, out = run(tmp_path, "sglang_router_workers_info", router_url="http://%s@127.0.0.1:1" % token)
     assert rc == 1 and "http://***@127.0.0.1:1" in json.loads(out)["msg"] and token not in out

@@ -13,7 +13,7 @@ from ansible.module_utils.sglang_proof_failures import Retryable, SmokeFailure
 from ansible.module_utils.sglang_proof_http import Client
 from ansible.module_utils.sglang_proof_server import server_version
 
-KEY = "sk-proof-key-0123456789"  # noqa: S105 - a test value
+KEY = "sk-proof-key-0123456789"  # a test value
 
 
 class Peer(BaseHTTPRequestHandler):

@@ -11,7 +11,7 @@ import sys
 import pytest
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "lib"))
-from sglang_report.clock import section  # noqa: E402  pylint: disable=wrong-import-position
+from sglang_report.clock import section
 
 # ct200: newest of the branch; HGX: 580.82.07 as asked, then bumped to 580.105.08 by side_effect.
 DRIVER = {"ct200-gpuhost": "580.95.05-1", "hgx-gpuhost": "580.105.08-1", "trixie-gpuhost": "580.95.05-1"}

@@ -10,7 +10,7 @@ import re
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "module_utils"))
-import sglang_journal  # noqa: E402  pylint: disable=wrong-import-position
+import sglang_journal
 
 KEY = "molecule-not-a-secret"
 CONTEXT = 2048

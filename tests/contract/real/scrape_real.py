@@ -76,7 +76,7 @@ def _at_once(port, key, prompts, new_tokens):
     def one(ids):
         try:
             done.append(_generate(port, key, ids, new_tokens))
-        except Exception as error:  # noqa: BLE001 - reported below with the rest
+        except Exception as error:  # reported below with the rest
             errors.append(repr(error))
 
     threads = [threading.Thread(target=one, args=(ids,)) for ids in prompts]

@@ -91,7 +91,7 @@ def boot(version, work):
             "--max-running-requests", str(RUNNING), "--enable-metrics", "--log-level", "info"]
     env = dict(os.environ, SGLANG_USE_CPU_ENGINE="1", PYTHONUNBUFFERED="1",
                LD_LIBRARY_PATH=os.path.join(BASE, "stubcuda") + ":" + os.environ.get("LD_LIBRARY_PATH", ""))
-    log = open(os.path.join(work, "boot.log"), "wb")  # noqa: SIM115 - held open while the server runs
+    log = open(os.path.join(work, "boot.log"), "wb")  # held open while the server runs
     began = time.monotonic()
     server = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
     while time.monotonic() - began < READY_S:

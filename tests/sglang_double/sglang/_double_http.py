@@ -213,7 +213,7 @@ class Handler(BaseHTTPRequestHandler):
         length = int(self.headers.get("content-length") or 0)
         return json.loads(self.rfile.read(length) or b"{}")
 
-    def do_GET(self):  # noqa: N802 - the name http.server calls
+    def do_GET(self):  # the name http.server calls
         if not self._authorized():
             return
         app, path = self.app, self.path.split("?")[0]
@@ -241,7 +241,7 @@ class Handler(BaseHTTPRequestHandler):
                                    b"running or waiting requests, the operation will not be performed.)", "text/plain")
         self._send(404, {"detail": "Not Found"})
 
-    def do_POST(self):  # noqa: N802
+    def do_POST(self):
         if not self._authorized():
             return
         app, path = self.app, self.path.split("?")[0]
@@ -423,12 +423,12 @@ class DummyHealthHandler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(body)
 
-    def do_GET(self):  # noqa: N802 - the name http.server calls
+    def do_GET(self):  # the name http.server calls
         if self.path.split("?")[0] in self.ROUTES:
             return self._send(200)
         self._send(404, {"detail": "Not Found"})
 
-    def do_POST(self):  # noqa: N802
+    def do_POST(self):
         self.rfile.read(int(self.headers.get("content-length") or 0))
         if self.path.split("?")[0] in self.ROUTES:
             return self._send(405, {"detail": "Method Not Allowed"})

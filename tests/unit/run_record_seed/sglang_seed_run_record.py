@@ -10,7 +10,7 @@ from ansible.plugins.action import ActionBase
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.realpath(__file__)), os.pardir, os.pardir, os.pardir, "lib"))
 
-from sglang_state import run_record  # noqa: E402
+from sglang_state import run_record
 
 
 class ActionModule(ActionBase):

@@ -7,11 +7,11 @@ import subprocess
 __version__ = "2.14.1+standin"
 
 
-class version:  # noqa: N801 - torch.version is a module in torch; an attribute holder is enough here
+class version:  # torch.version is a module in torch; an attribute holder is enough here
     cuda = "13.0"
 
 
-class cuda:  # noqa: N801
+class cuda:
     @staticmethod
     def is_available():
         return cuda.device_count() > 0
