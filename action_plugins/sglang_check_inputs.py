@@ -20,8 +20,8 @@ from ansible.plugins.action import ActionBase
 HERE = os.path.dirname(os.path.realpath(__file__))
 # The filter module: filter_plugins/ beside action_plugins/ in the checkout, plugins/filter/ beside plugins/action/
 # in the collection (tests/collection/build.sh)
-FILTER_PATHS = [os.path.join(HERE, os.pardir, folder, "sglang_check_phase.py") for folder in ("filter_plugins",
-                                                                                             "filter")]
+FILTER_PATHS = [os.path.join(HERE, os.pardir, folder, "sglang_check_phase.py")
+                for folder in ("filter_plugins", "filter")]
 
 
 def _check_phase():
