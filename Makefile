@@ -134,9 +134,9 @@ real-resolver: venv
 # make test's part: every case put to both real releases again (SGLANG_REAL_FRESH), the answers written outside the
 # tree and the double held to them (tests/sglang_double/test_double_real_resolver.py); then the real 0.5.23 server
 # booted again under the role's launcher with the proof run against it (serve_real.py), and the journal reader, the
-# proof and the double held to that fresh recording (test_stored_real_server.py). After the scenarios (their
-# instances and these installs do not share the disk, and the boot has the cores); then the installs and their uv
-# cache removed (~18 GiB; a new install takes about a minute from PyPI). Each half prints its seconds.
+# proof and the double held to that fresh recording (test_stored_real_server.py). make test starts it once the
+# real_server scenario has ended (that instance's runtime and these installs never share the disk); then the installs
+# and their uv cache removed (~18 GiB; a new install takes about a minute from PyPI). Each half prints its seconds.
 REAL_OUT := $(CURDIR)/.cache/sglang-real/answers
 .PHONY: real-contract
 real-contract: venv
