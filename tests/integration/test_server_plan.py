@@ -164,3 +164,33 @@ def test_a_replan_takes_the_calibration_it_is_given_as_a_task_variable(tmp_path)
     result = run(str(path), "-e", "ansible_host=192.0.2.1")
     assert result.returncode != 0, result.stdout
     assert "context_target 200,000 does not fit" in result.stdout, result.stdout
+
+
+def test_a_later_pass_of_the_model_step_uses_the_calibration_stored_since_though_nothing_is_read_again(tmp_path):
+    """model.yml's set_fact runs on every pass: a later play of the same run (molecule default's side effect puts
+    the default plan back after a deploy stored its calibration) gathers ansible_local again, and must plan from the
+    calibration stored meanwhile, though its checkpoints were read already (the read task skipped)."""
+    with open(os.path.join(REPO, "roles", "sglang", "tasks", "model.yml"), encoding="utf-8") as handle:
+        task = next(t for t in yaml.safe_load(handle) if "_sglang_calibration_in_use" in
+                    t.get("ansible.builtin.set_fact", {}))
+    setup = {"sglang_model_path": "/srv/models/m", "sglang_tp_size": 8, "sglang_pp_size": 1, "sglang_dp_size": 1,
+             "sglang_enable_dp_attention": False, "sglang_version": "0.5.23", "sglang_pool_rules": "",
+             "sglang_kv_cache_dtype": "auto", "sglang_speculative": {}, "sglang_nodes": [],
+             "sglang_calibration": {"pre_load_avail_gib": 80.0}, "sglang_calibration_fact": "sglang_calibration",
+             "_sglang_checkpoint_list": [{"knob": "sglang_model_path"}]}
+    key = "/srv/models/m@0123456789ab tp8 pp1 dp1 sglang-0.5.23 kv-auto draft-NONE"
+    stored = {"pre_load_avail_gib": 85.33, "post_load_avail_gib": 19.42}
+    keep = {"name": "Keep", "delegate_to": "localhost", "ansible.builtin.copy": {
+        "dest": str(tmp_path) + "/{{ pass_name }}.json",
+        "content": "{{ {'in_use': _sglang_calibration_in_use, 'key': _sglang_calibration_key} | to_json }}"}}
+    first = {"_sglang_checkpoint_read": {"checkpoints": {"sglang_model_path": {"sha256": "0123456789abcdef"}}},
+             "ansible_local": {}, "pass_name": "first"}
+    later = {"_sglang_checkpoint_read": {"skipped": True},
+             "ansible_local": {"sglang_calibration": {"entries": {key: stored}}}, "pass_name": "later"}
+    plays = [{"hosts": "localhost", "connection": "local", "gather_facts": False, "vars": dict(setup, **given),
+              "tasks": [task, keep]} for given in (first, later)]
+    (tmp_path / "passes.yml").write_text(yaml.safe_dump(plays))
+    result = run(str(tmp_path / "passes.yml"))
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert json.loads((tmp_path / "first.json").read_text()) == {"in_use": {"pre_load_avail_gib": 80.0}, "key": key}
+    assert json.loads((tmp_path / "later.json").read_text()) == {"in_use": stored, "key": key}
