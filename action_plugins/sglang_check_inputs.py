@@ -13,9 +13,13 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import traceback
 
 from ansible.errors import AnsibleError
 from ansible.plugins.action import ActionBase
+from ansible.utils.display import Display
+
+display = Display()
 
 HERE = os.path.dirname(os.path.realpath(__file__))
 # The filter module: filter_plugins/ beside action_plugins/ in the checkout, plugins/filter/ beside plugins/action/
@@ -81,15 +85,22 @@ class ActionModule(ActionBase):
             result.update(failed=True, msg=" ".join(refused))
             return result
         host = task_vars.get("inventory_hostname")
-        knobs, broken = knobs_of(list(roles.specs[args["role"]]), task_vars,
-                                 lambda value: check_phase.plain(self._templar.template(value)))
-        if broken:
-            result.update(failed=True, msg=" ".join("%s: %s does not template: %s" % (host, name, why)
-                                                    for name, why in broken))
+        try:
+            knobs, broken = knobs_of(list(roles.specs[args["role"]]), task_vars,
+                                     lambda value: check_phase.plain(self._templar.template(value)))
+            if broken:
+                result.update(failed=True, msg=" ".join("%s: %s does not template: %s" % (host, name, why)
+                                                        for name, why in broken))
+                return result
+            seen = [name for name in task_vars if isinstance(name, str) and name.startswith("sglang_")]
+            refusals = check_phase.check_host(host, task_vars["hostvars"], args["group"], knobs, seen,
+                                              task_vars.get("groups", {}).get("all"))
+        except (KeyError, TypeError, ValueError, AttributeError, RecursionError) as error:
+            # a value of a shape the check does not read: a sentence, its traceback with -vvv, never a crash
+            display.vvv("sglang_check_inputs: %s" % traceback.format_exc())
+            result.update(failed=True, msg="%s: the %s role's inputs could not be checked: %s: %s (run with -vvv for "
+                                           "where)" % (host, args["role"], type(error).__name__, error))
             return result
-        seen = [name for name in task_vars if isinstance(name, str) and name.startswith("sglang_")]
-        refusals = check_phase.check_host(host, task_vars["hostvars"], args["group"], knobs, seen,
-                                          task_vars.get("groups", {}).get("all"))
         if refusals:
             result.update(failed=True, msg=" ".join(refusals))
         else:

@@ -76,3 +76,22 @@ def test_a_knob_that_does_not_template_is_refused_by_name_through_ansible(tmp_pa
     code, out = playbook(path, "-e", json.dumps({"sglang_port": "{{ no_such_variable + 1 }}"}))
     assert code != 0, out
     assert "localhost: sglang_port does not template" in out and "Traceback" not in out, out
+
+
+def test_a_value_the_check_cannot_read_is_a_sentence_not_a_crash(monkeypatch):
+    from types import SimpleNamespace
+    from unittest.mock import MagicMock
+
+    real = action._check_phase()
+
+    def broken_check(*_args):
+        raise TypeError("'int' object is not iterable")
+
+    monkeypatch.setattr(action, "_check_phase", lambda: SimpleNamespace(
+        inputs=real.inputs, _ROLES=real._ROLES, plain=real.plain, check_host=broken_check))
+    task = MagicMock(args={"role": "sglang", "group": "sglang_servers"}, async_val=0, check_mode=False)
+    module = action.ActionModule(task, MagicMock(), MagicMock(), None, MagicMock(), None)
+    module._templar = MagicMock(template=lambda value: value)
+    result = module.run(task_vars={"inventory_hostname": "ct200", "hostvars": {}, "groups": {"all": ["ct200"]}})
+    assert result["failed"] and result["msg"] == ("ct200: the sglang role's inputs could not be checked: TypeError: "
+                                                  "'int' object is not iterable (run with -vvv for where)")
