@@ -135,7 +135,6 @@ def test_a_gqa_config_whose_hidden_size_is_below_its_head_count_is_a_sentence():
     ({"mem_fraction_static": 5}, "mem_fraction_static 5.0 is not in (0, 1]"),
     ({"mem_fraction_static": float("nan")}, "mem_fraction_static nan"),
     ({"pre_load_avail_gib": float("inf")}, "must be finite GiB"),
-    ({"post_load_avail_gib": 90.0}, "is above pre_load_avail_gib"),
     ({"pool_tokens": -5}, "pool_tokens -5 is below 0"),
     ({"max_total_tokens": "x"}, "max_total_tokens 'x' is not a whole number"),
 ])
@@ -145,6 +144,16 @@ def test_a_boot_sglang_cannot_log_is_refused_by_the_calibration_naming_it(change
     with pytest.raises(sglang_kvplan.KVPlanError) as error:
         sglang_kvplan.calibrate({"model": "kimi-k2.6", "tp_size": 8}, boot)
     assert words in str(error.value)
+
+
+def test_a_boot_whose_free_memory_rose_across_the_load_is_calibrated_with_a_equal_to_p():
+    # the real 0.5.23 server on a CPU under make test logged P 19.61 and A 19.63 (the host's free memory moved): the
+    # weights took nothing measurable; what the log said is kept beside it
+    boot = {"pre_load_avail_gib": 85.334, "post_load_avail_gib": 85.354, "mem_fraction_static": 0.85,
+            "pool_tokens": 101134}
+    found = sglang_kvplan.calibrate({"model": "kimi-k2.6", "tp_size": 8}, boot)
+    assert found["post_load_avail_gib"] <= found["pre_load_avail_gib"] == 85.334
+    assert found["logged_post_load_avail_gib"] == 85.354
 
 
 @pytest.mark.parametrize("tp, pp", [("abc", None), (0, None), (-2, None), (8, 0), (True, None), (float("inf"), 1)])

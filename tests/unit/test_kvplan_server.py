@@ -110,7 +110,7 @@ def test_an_unknown_gpu_is_said():
 
 @pytest.mark.parametrize("entries, words", [
     ([node("a", 97887, 85.0, 60.0), node("b", 81559, 85.0, 60.0)], ["node b", "85.0 GiB is more than its GPU has"]),
-    ([node("a", 97887, 60.0, 85.0), node("b", 97887, 85.0, 60.0)], ["node a", "post_load_avail_gib 85.0 >= "]),
+    ([node("a", 97887, 60.0, 85.0), node("b", 97887, 85.0, 60.0)], ["node a", "post_load_avail_gib 85.0 > "]),
     ([node("a", "lots", 85.0, 60.0), node("b", 97887)], ["node a", "gpu_memory_mib", "'lots'"]),
     ([node("a", 97887, -1, 60.0), node("b", 97887)], ["node a", "pre_load_avail_gib", "-1"]),
     ([], ["one {node, gpu_memory_mib, calibration} per node"]),
