@@ -30,6 +30,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.realpath(__file__)), os.
 
 from sglang_report.clock import add_download, mark
 from sglang_state import run_record
+from sglang_state.phase_action import documented_options
 
 
 def noted(kept, answer, path, background, began, now):
@@ -58,6 +59,9 @@ class ActionModule(ActionBase):
     # As Ansible's own action for a module (ansible.builtin.normal): the module says whether it runs in check mode
     _supports_check_mode = True
     _supports_async = True
+    # An option the module does not document is refused by name before anything runs (ActionBase.run); the module's
+    # argument spec then checks each value's type on the host
+    _VALID_ARGS = frozenset(documented_options(__file__, "hf_download"))
 
     def run(self, tmp=None, task_vars=None):
         began = time.time()

@@ -108,9 +108,17 @@ def test_the_action_passes_the_task_s_arguments_and_returns_the_module_s_answer_
 def test_the_action_reads_background_as_ansible_does_and_keeps_nothing_of_a_refusal():
     _run(_action({"repo": "org/m", "path": "/srv/m", "background": "yes"}, {"running": True}))
     assert _kept()["clock"]["download"]["start"] > 0 and _kept()["fetched"] == []
-    refused = _run(_action({"repo": "org/m", "path": "/srv/m", "conections": 4},
-                           {"failed": True, "msg": "Unsupported parameters for (hf_download) module: conections"}))
-    assert refused["msg"].startswith("Unsupported parameters") and "end" not in _kept()["clock"]["download"]
+    refused = _run(_action({"repo": "org/m", "path": "/srv/m", "max_bytes_per_s": "x"},
+                           {"failed": True, "msg": "argument 'max_bytes_per_s' is of type str"}))
+    assert refused["msg"].startswith("argument") and "end" not in _kept()["clock"]["download"]
+
+
+def test_an_option_the_module_does_not_document_is_refused_by_name_before_the_module_runs():
+    assert download.ActionModule._VALID_ARGS >= {"repo", "path", "background", "connections", "token_file"}
+    action = _action({"repo": "org/m", "path": "/srv/m", "conections": 4}, DONE)
+    with pytest.raises(Exception, match="conections"):
+        _run(action)
+    action._execute_module.assert_not_called()
 
 
 def test_a_record_that_cannot_be_kept_fails_the_task_by_name(monkeypatch):
