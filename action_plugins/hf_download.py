@@ -69,7 +69,9 @@ class ActionModule(ActionBase):
         result = super().run(tmp, task_vars)
         del tmp
         wrap_async = self._task.async_val and not self._connection.has_native_async
-        answer = self._execute_module(task_vars=task_vars, wrap_async=wrap_async)
+        # a copy: the executor adds Ansible's internal _ansible_* keys to the arguments it is given, and a retry
+        # (until) would find them in the task's own, where _VALID_ARGS refuses them
+        answer = self._execute_module(module_args=dict(self._task.args), task_vars=task_vars, wrap_async=wrap_async)
         result = merge_hash(result, answer)
         if wrap_async:
             return result  # the job is only started: its answer comes through async_status

@@ -98,7 +98,9 @@ def test_the_action_passes_the_task_s_arguments_and_returns_the_module_s_answer_
     action = _action(args, dict(DONE, progress="done"))
     result = _run(action)
     assert action._execute_module.call_args.kwargs["task_vars"] == {"inventory_hostname": "gpu-1"}
-    assert "module_args" not in action._execute_module.call_args.kwargs  # the task's own, unchanged
+    # the task's own, as a copy (the executor adds _ansible_* keys to what it is given; a retry re-checks the task's)
+    assert action._execute_module.call_args.kwargs["module_args"] == args
+    assert action._execute_module.call_args.kwargs["module_args"] is not action._task.args
     assert result["done"] and result["progress"] == "done" and not result.get("failed"), result
     kept = _kept()
     assert kept["fetched"] == ["/srv/m"] and kept["clock"]["fetch"]["bytes_fetched"] == 3000
