@@ -15,7 +15,7 @@ import sys
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.realpath(__file__)), os.pardir, "lib"))
 
 import yaml
-from sglang_state import server_proof_level, transaction_proof
+from sglang_state import run_record, server_proof_level, transaction_proof
 from sglang_state.phase_action import PhaseAction, documented_options, phase_specs, takes
 from sglang_state.slurped import slurped
 
@@ -92,8 +92,8 @@ class ActionModule(PhaseAction):
             deployed = args.pop("deployed")
             result = transaction_proof.record(executor, args, run)
             result.update(smoke=args.get("smoke") or {}, last_full=result.get("record") or args["observed"])
-            facts = dict(deployed, sglang_smoke=result["smoke"], sglang_proof_level=result.get("level") or {},
-                         sglang_proof_record=result["last_full"])
+            # as the report reads them (run_record.run_facts: one derivation), the deploy's with this phase's result
+            facts = run_record.run_facts({"results": {"deploy": {"facts": deployed}, "record": result}})
             return dict(result, facts={name: value for name, value in facts.items() if name.startswith("sglang_")})
         phases = {"decide": transaction_proof.decide, "prove": transaction_proof.prove}
         return phases[phase](executor, args, run)
